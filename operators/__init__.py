@@ -1,0 +1,5 @@
+"""operators package of rxcord."""
+
+from loguru import logger
+
+logger.disable(__name__)

@@ -1,0 +1,94 @@
+"""Configuration of one stream: what to do (``StreamConfig``) and where (``StreamContext``).
+
+A leaf module, like ``pipeline.types``. Both classes are frozen: a stream's
+configuration never changes while it runs.
+"""
+
+from __future__ import annotations
+
+__all__ = ("RenderModifiers", "StreamConfig", "StreamContext")
+
+import attrs
+
+from pipeline.types import DeliveryMode
+
+DISCORD_MESSAGE_LIMIT = 2000
+"""Discord's content limit for bots, in code points."""
+
+
+@attrs.frozen(kw_only=True)
+class RenderModifiers:
+    """The humanizer's render modifiers (stage 06). Splits and pacing need live delivery."""
+
+    force_lowercase: bool = False
+    """Lowercase prose (never code, URLs, mentions or emoji)."""
+    sentence_splitting: bool = False
+    """Send each sentence as its own message (live delivery only)."""
+    punctuation_splits: bool = False
+    """Strip semicolons, roll comma splits and emphasis (live delivery only)."""
+    paced_messages: bool = False
+    """Interruptible, length-scaled delays between follow-up messages (live delivery only)."""
+    seed: int = 0
+    """Seed of the random source for rolls and pauses, so output is reproducible."""
+
+
+@attrs.frozen(kw_only=True)
+class StreamConfig:
+    """Behaviour of one stream, from flush timing to caps."""
+
+    delivery: DeliveryMode = DeliveryMode.AGGREGATED
+    """Aggregated (one batch) or live (segments as they become safe to send)."""
+    live_idle_flush: float = 1.5
+    """Live mode: flush what is safe after this many seconds without new text."""
+    live_min_chars: int = 1
+    """Live mode: do not flush a boundary segment shorter than this."""
+    idle_timeout: float = 60.0
+    """No chunk for this many seconds ends the stream with a retryable ``timeout`` error."""
+    typing_interval: float = 8.0
+    """Refresh Discord's typing indicator this often while nothing has been sent (it lasts 10 s)."""
+    message_limit: int = DISCORD_MESSAGE_LIMIT
+    """Maximum code points per Discord message."""
+    max_messages: int = 40
+    """Per-turn cap on messages sent; reaching it stops the stream with ``send_message_limit``."""
+    max_flushes: int = 200
+    """Per-turn cap on flushes; reaching it stops the stream with ``flush_limit``."""
+    suppress_user_errors: bool = False
+    """Never show the error embed (the caller reports errors itself)."""
+    defer_notice: bool = False
+    """Leave the error notice to the turn runner (one notice per turn, not per attempt)."""
+    speaker_names: tuple[str, ...] = ()
+    """Other speakers' names; the model writing ``\\nName:`` stops the stream (``speaker_guard``)."""
+    persona_name: str | None = None
+    """The bot persona's name: a leading ``Name:`` prefix in output is removed."""
+    allow_everyone: bool = False
+    """Allow ``@everyone``/``@here`` pings (off: ``allowed_mentions`` never parses them)."""
+    allow_roles: bool = False
+    """Allow role pings."""
+    render: RenderModifiers = RenderModifiers()
+    """Humanizer render modifiers."""
+    prefill: str = ""
+    """Assistant prefill sent with the request; the delivered text starts with it."""
+
+
+@attrs.frozen(kw_only=True)
+class StreamContext:
+    """Where the answer goes in Discord."""
+
+    channel_id: str = "1"
+    """The target channel (or thread) id."""
+    guild_id: str | None = None
+    reply_to_message_id: str | None = None
+    """The user message the answer replies to (first message only)."""
+    thread_id: str | None = None
+    """For webhooks: post into this thread of the webhook's channel."""
+    webhook_id: str | None = None
+    webhook_token: str | None = attrs.field(default=None, repr=False)
+    """Secret: never logged or shown in a repr."""
+    persona_username: str | None = None
+    """Webhook username override (validated against Discord's rules)."""
+    persona_avatar_url: str | None = None
+
+    @property
+    def uses_webhook(self) -> bool:
+        """Whether delivery goes through the persona webhook."""
+        return self.webhook_id is not None and self.webhook_token is not None

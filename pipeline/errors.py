@@ -1,0 +1,86 @@
+"""The exception tree of rxcord (a leaf module).
+
+::
+
+    RxcordError
+    ├── InputError               unusable input (missing capture, unknown provider, bad flag)
+    ├── MissingCredentialError   an API key or token variable is not set
+    ├── SsrfRefusedError         a custom endpoint resolved to a forbidden address
+    └── DiscordError             Discord refused a request (status, code, message)
+        ├── DiscordStopError     the stream must stop: 403 missing access, 404 unknown channel
+        └── UnknownWebhookError  404 / 10015: the webhook is gone; never use it again
+
+Provider failures are *data*, not exceptions: they travel as
+``ProcessedChunk`` error chunks carrying a ``pipeline.types.ProviderError``.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "DiscordError",
+    "DiscordStopError",
+    "InputError",
+    "MissingCredentialError",
+    "RxcordError",
+    "SsrfRefusedError",
+    "UnknownWebhookError",
+)
+
+import attrs
+
+from pipeline.types import StopKind
+
+
+class RxcordError(Exception):
+    """Base class of every error rxcord raises."""
+
+
+class InputError(RxcordError):
+    """The input cannot be used (a missing file, an unknown provider)."""
+
+
+@attrs.define(auto_exc=True, slots=False)
+class MissingCredentialError(RxcordError):
+    """A required secret is not configured."""
+
+    variable: str
+    """The environment variable that should hold it."""
+
+    def __str__(self) -> str:
+        return f"{self.variable} is not set"
+
+
+@attrs.define(auto_exc=True, slots=False)
+class SsrfRefusedError(RxcordError):
+    """A custom endpoint's host resolved to an address the guard forbids."""
+
+    host: str
+    address: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"refusing {self.host}: resolves to {self.address} ({self.why})"
+
+
+@attrs.define(auto_exc=True, slots=False)
+class DiscordError(RxcordError):
+    """Discord answered a request with an error."""
+
+    status: int
+    code: int | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"Discord HTTP {self.status} (code {self.code}): {self.message}"
+
+
+@attrs.define(auto_exc=True, slots=False)
+class DiscordStopError(DiscordError):
+    """A Discord failure that must stop the stream with an internal status."""
+
+    stop_kind: StopKind = StopKind.MISSING_ACCESS
+
+
+@attrs.define(auto_exc=True, slots=False)
+class UnknownWebhookError(DiscordError):
+    """The webhook no longer exists (404 / 10015); it must not be used again."""

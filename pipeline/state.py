@@ -1,0 +1,124 @@
+"""Values that flow after routing: ``StreamState``, ``Segment``, ``Delivery`` and ``StreamResult``.
+
+A leaf module. ``StreamState`` is what the scan accumulator (stage 04) emits
+once per routed chunk; it holds only this step's delta plus the running
+terminal facts, so the accumulator's cost per chunk does not grow with the
+length of the stream. Full texts are assembled once, at the end, into the
+``StreamResult``.
+"""
+
+from __future__ import annotations
+
+__all__ = ("Delivery", "Segment", "SentMessage", "StreamResult", "StreamState")
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from pipeline.types import (
+    FinishReason,
+    FunctionCall,
+    ProviderError,
+    SegmentKind,
+    StopSignal,
+    StreamStatus,
+    ThoughtLogEntry,
+    Usage,
+)
+
+
+@attrs.frozen(kw_only=True)
+class StreamState:
+    """The orchestrator's state after routing one ``ProcessedChunk`` (or a stop)."""
+
+    status: StreamStatus = StreamStatus.STREAMING
+    """``STREAMING`` until a call, an error or a stop decides the outcome."""
+    index: int = 0
+    """How many processed chunks have been routed (1 after the first)."""
+    delta: str = ""
+    """Visible text this step routed to the buffer."""
+    thoughts: tuple[ThoughtLogEntry, ...] = ()
+    """Reasoning this step carried."""
+    function_call: FunctionCall | None = None
+    """The call this step completed, if any."""
+    error: ProviderError | None = None
+    """The error that ended the stream."""
+    stop: StopSignal | None = None
+    """The stop that ended the stream."""
+    finish_reason: FinishReason | None = None
+    """The latest normalized finish reason."""
+    raw_finish_reason: str | None = None
+    """The provider's own finish reason."""
+    usage: Usage | None = None
+    """The latest usage report (streams that repeat usage are taken at their last report)."""
+    serving_provider: str | None = None
+    """First non-empty serving backend."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether the outcome is decided and no more text will be routed."""
+        return self.status is not StreamStatus.STREAMING
+
+
+@attrs.frozen(kw_only=True)
+class Segment:
+    """A piece of the buffer released by the flusher (stage 05)."""
+
+    kind: SegmentKind
+    text: str = ""
+    embed: Mapping[str, Any] | None = None
+    """The embed object for ``ERROR_EMBED`` segments."""
+    final: bool = False
+    """The last segment of the stream (no more text follows)."""
+
+
+@attrs.frozen(kw_only=True)
+class SentMessage:
+    """One Discord message as the sink sent it."""
+
+    payload: Mapping[str, Any]
+    """The JSON body exactly as sent (content, allowed_mentions, nonce, ...)."""
+    message_id: str | None = None
+    """The id Discord returned (``None`` for fire-and-forget webhooks)."""
+    channel_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Delivery:
+    """What stage 07 did with one segment."""
+
+    segment: Segment
+    messages: tuple[SentMessage, ...] = ()
+    """Messages sent for this segment (empty for thought and details segments)."""
+
+
+@attrs.frozen(kw_only=True)
+class StreamResult:
+    """The outcome of one stream (the seed's ``StreamResult``)."""
+
+    status: StreamStatus
+    accumulated_text: str = ""
+    """Text delivered to Discord (after cleaning), concatenated."""
+    visible_text: str = ""
+    """Visible text as stage 03 emitted it, routed before the stream ended, concatenated."""
+    reasoning: str | None = None
+    """All reasoning text (raw and summary), concatenated; ``None`` when there was none."""
+    thought_log: str | None = None
+    """Compiled thought log (summaries, raw thoughts, in-band ``<think>`` blocks, serving-provider footer)."""
+    thoughts: tuple[ThoughtLogEntry, ...] = ()
+    details_content: str | None = None
+    """Collected ``<details>`` blocks, for short-term memory."""
+    usage: Usage | None = None
+    serving_provider: str | None = None
+    function_call: FunctionCall | None = None
+    """The first function call (the one the tool loop runs first)."""
+    function_calls: tuple[FunctionCall, ...] = ()
+    """Every function call, in order."""
+    error: ProviderError | None = None
+    finish_reason: FinishReason | None = None
+    raw_finish_reason: str | None = None
+    messages: tuple[SentMessage, ...] = ()
+    """Discord messages sent, in order."""
+    chunk_count: int = 0
+    """Processed chunks routed."""

@@ -1,0 +1,344 @@
+"""Core value types of rxcord: the vocabulary every stage speaks.
+
+This is a leaf module: it imports nothing from the project, so ``operators``,
+``providers`` and ``sinks`` can all depend on it without an import cycle.
+
+Everything here is an ``attrs`` frozen, slotted value. Mappings that come from
+the wire (``metadata``, ``args``) are kept as plain ``dict``s typed as
+``Mapping``: they are never mutated after construction.
+
+The names follow the seed specification (``RawStreamChunk``, ``ProcessedChunk``,
+``ProviderError``, ``FunctionCall``, ``ThoughtLogEntry``, ``StreamResult``) in
+Python spelling.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "ChunkNormalizer",
+    "ChunkType",
+    "DeliveryMode",
+    "ErrorType",
+    "FinishReason",
+    "FunctionCall",
+    "Operator",
+    "ProcessedChunk",
+    "ProviderError",
+    "RawStreamChunk",
+    "SegmentKind",
+    "StopKind",
+    "StopSignal",
+    "StreamStatus",
+    "ThoughtKind",
+    "ThoughtLogEntry",
+    "Usage",
+)
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias, TypeVar
+
+import attrs
+from reactivex import Observable
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+Operator: TypeAlias = Callable[[Observable[_A]], Observable[_B]]
+"""An Rx operator: a function from one observable to another."""
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+class ChunkType(str, enum.Enum):
+    """The four kinds of normalized chunk the orchestrator routes."""
+
+    TEXT = "text"
+    FUNCTION_CALL = "function_call"
+    ERROR = "error"
+    DONE = "done"
+
+
+class ErrorType(str, enum.Enum):
+    """Classification of a provider failure (see ``providers.errors``)."""
+
+    API_ERROR = "api_error"
+    RATE_LIMIT = "rate_limit"
+    CONTENT_BLOCKED = "content_blocked"
+    TIMEOUT = "timeout"
+    PROVIDER_OVERLOADED = "provider_overloaded"
+    MODEL_ERROR = "model_error"
+
+
+class FinishReason(str, enum.Enum):
+    """Finish reasons normalized across providers."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+    ERROR = "error"
+
+
+class ThoughtKind(str, enum.Enum):
+    """What a thought-log entry holds."""
+
+    RAW = "raw"
+    """Raw reasoning text (``reasoning_content``, ``<think>`` bodies, Anthropic thinking)."""
+    SUMMARY = "summary"
+    """A provider-written summary of the reasoning (Gemini ``thought`` parts, reasoning summaries)."""
+    SIGNATURE = "signature"
+    """An opaque signature that must be replayed unchanged (Gemini ``thoughtSignature``, Anthropic ``signature``)."""
+    REDACTED = "redacted"
+    """Encrypted or redacted reasoning (Anthropic ``redacted_thinking``, OpenRouter ``reasoning.encrypted``)."""
+
+
+class StopKind(str, enum.Enum):
+    """Why a stream was asked to stop before its natural end."""
+
+    USER = "user"
+    """Graceful user stop: pending text is flushed."""
+    INTERRUPT = "interrupt"
+    """A follow-up message arrived: the buffer is discarded at once."""
+    KILL = "kill"
+    """Hard abort: the HTTP request and any in-flight send are cancelled, nothing is flushed."""
+    SEND_MESSAGE_LIMIT = "send_message_limit"
+    FLUSH_LIMIT = "flush_limit"
+    SPEAKER_GUARD = "speaker_guard"
+    CHANNEL_DELETED = "channel_deleted"
+    MISSING_ACCESS = "missing_access"
+
+    @property
+    def is_internal(self) -> bool:
+        """Internal stops skip buffer flushes (they would only be rejected again)."""
+        return self not in (StopKind.USER, StopKind.INTERRUPT, StopKind.KILL)
+
+
+class StreamStatus(str, enum.Enum):
+    """How a stream ended (``StreamResult.status``)."""
+
+    STREAMING = "streaming"
+    """Not ended yet (only seen on intermediate states)."""
+    COMPLETED = "completed"
+    FUNCTION_CALL = "function_call"
+    ERROR = "error"
+    STOPPED_BY_USER = "stopped_by_user"
+    FOLLOW_UP_INTERRUPT = "follow_up_interrupt"
+    KILLED = "killed"
+    SEND_MESSAGE_LIMIT = "send_message_limit"
+    FLUSH_LIMIT = "flush_limit"
+    SPEAKER_GUARD = "speaker_guard"
+    CHANNEL_DELETED = "channel_deleted"
+    MISSING_ACCESS = "missing_access"
+
+    @classmethod
+    def for_stop(cls, kind: StopKind) -> StreamStatus:
+        """The terminal status a stop of *kind* produces."""
+        return _STOP_STATUS[kind]
+
+
+_STOP_STATUS: Mapping[StopKind, StreamStatus] = {
+    StopKind.USER: StreamStatus.STOPPED_BY_USER,
+    StopKind.INTERRUPT: StreamStatus.FOLLOW_UP_INTERRUPT,
+    StopKind.KILL: StreamStatus.KILLED,
+    StopKind.SEND_MESSAGE_LIMIT: StreamStatus.SEND_MESSAGE_LIMIT,
+    StopKind.FLUSH_LIMIT: StreamStatus.FLUSH_LIMIT,
+    StopKind.SPEAKER_GUARD: StreamStatus.SPEAKER_GUARD,
+    StopKind.CHANNEL_DELETED: StreamStatus.CHANNEL_DELETED,
+    StopKind.MISSING_ACCESS: StreamStatus.MISSING_ACCESS,
+}
+
+
+class DeliveryMode(str, enum.Enum):
+    """When text reaches Discord."""
+
+    AGGREGATED = "aggregated"
+    """Live Streaming off: one batch at a tool call or the final flush."""
+    LIVE = "live"
+    """Live Streaming on: each segment as soon as a flush boundary (or an idle gap) allows."""
+
+
+class SegmentKind(str, enum.Enum):
+    """What a flushed segment is for."""
+
+    TEXT = "text"
+    """Visible answer text, to be delivered."""
+    THOUGHT = "thought"
+    """An in-band ``<think>`` block: goes to the thought log, never to Discord."""
+    DETAILS = "details"
+    """A ``<details>`` block: goes to ``StreamResult.details_content``, never to Discord."""
+    ERROR_EMBED = "error_embed"
+    """The error embed for a non-retryable provider error."""
+
+
+@attrs.frozen
+class StopSignal:
+    """A request to stop one stream."""
+
+    kind: StopKind
+    """Which kind of stop."""
+    reason: str = ""
+    """Free text for logs (never shown to users)."""
+
+
+@attrs.frozen(kw_only=True)
+class ProviderError:
+    """A provider failure, normalized (the seed's ``ProviderError``)."""
+
+    type: ErrorType
+    """Classification; drives retries and the error embed."""
+    message: str
+    """Human-readable description, with the provider's actionable details kept."""
+    retryable: bool
+    """Whether the key-rotation / fallback loop may try again."""
+    code: str | int | None = None
+    """The provider's own error code (``"rate_limit_exceeded"``, ``429``, ``"RESOURCE_EXHAUSTED"``)."""
+    status: int | None = None
+    """The HTTP status, when the error came with one."""
+    original_error: object = attrs.field(default=None, eq=False, repr=False)
+    """The raw error object (parsed body or exception), for logging only."""
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCall:
+    """A provider-agnostic tool call."""
+
+    name: str
+    """The tool's name."""
+    args: Mapping[str, Any] = attrs.field(factory=dict)
+    """Parsed JSON arguments."""
+    id: str | None = None
+    """The provider's call id (OpenAI ``call_...``, Anthropic ``toolu_...``), needed to send the result back."""
+    thought_signature: str | None = None
+    """Gemini ``thoughtSignature`` attached to the call; replayed unchanged in the next request."""
+    replay: Mapping[str, Any] = attrs.field(factory=dict)
+    """Other provider-specific fields that must go back unchanged (``reasoning_details``, ``reasoning_content``)."""
+
+
+@attrs.frozen(kw_only=True)
+class ThoughtLogEntry:
+    """One piece of reasoning, kept apart from visible text."""
+
+    kind: ThoughtKind
+    text: str = ""
+    """The reasoning text (empty for a bare signature)."""
+    signature: str | None = None
+    """An opaque signature belonging to this entry."""
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Token usage of one provider response, normalized.
+
+    ``input_tokens`` is all input processed, cache reads and writes included;
+    the cache fields are subsets of it (``None``: the provider did not say).
+    ``output_tokens`` counts every generated token, reasoning included.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost: float | None = None
+    """Cost the provider reported (never an estimate)."""
+
+
+@attrs.frozen(kw_only=True)
+class RawStreamChunk:
+    """A provider-native chunk as stage 02 yields it (before normalization)."""
+
+    provider: str
+    """Provider identity (``openai``, ``google``, ...)."""
+    data: Any = None
+    """The decoded payload: a JSON object for SSE ``data:`` lines and JSON bodies."""
+    event: str | None = None
+    """The SSE ``event:`` name, when the stream uses them (Anthropic)."""
+    error: ProviderError | None = None
+    """Set when the transport itself failed (HTTP status, timeout, reset): ``data`` is then the body, if any."""
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    """Transport facts (HTTP status, attempt number)."""
+
+
+def _check_payload(instance: ProcessedChunk, _attribute: object, value: ChunkType) -> None:
+    if value is ChunkType.FUNCTION_CALL and instance.function_call is None:
+        raise ValueError("a function_call chunk needs function_call")
+    if value is ChunkType.ERROR and instance.error is None:
+        raise ValueError("an error chunk needs error")
+
+
+@attrs.frozen(kw_only=True)
+class ProcessedChunk:
+    """The uniform chunk the orchestrator routes (the seed's ``ProcessedChunk``).
+
+    Exactly one ``type``; any type may carry ``thoughts``. A reasoning-only
+    delta is a ``text`` chunk with empty ``content``.
+    """
+
+    type: ChunkType = attrs.field(validator=_check_payload)
+    content: str = ""
+    """Visible text (``text`` chunks)."""
+    function_call: FunctionCall | None = None
+    error: ProviderError | None = None
+    thoughts: tuple[ThoughtLogEntry, ...] = ()
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    """Terminal metadata: ``finish_reason`` (normalized), ``raw_finish_reason``."""
+    serving_provider: str | None = None
+    """The backend that actually served the request (OpenRouter's chunk-level ``provider``)."""
+    usage: Usage | None = None
+    """Usage reported with this chunk (the latest report wins)."""
+
+    @classmethod
+    def text(
+        cls,
+        content: str,
+        *,
+        thoughts: tuple[ThoughtLogEntry, ...] = (),
+        serving_provider: str | None = None,
+    ) -> ProcessedChunk:
+        """A ``text`` chunk."""
+        return cls(type=ChunkType.TEXT, content=content, thoughts=thoughts, serving_provider=serving_provider)
+
+    @classmethod
+    def call(cls, function_call: FunctionCall, *, serving_provider: str | None = None) -> ProcessedChunk:
+        """A ``function_call`` chunk."""
+        return cls(type=ChunkType.FUNCTION_CALL, function_call=function_call, serving_provider=serving_provider)
+
+    @classmethod
+    def fail(cls, error: ProviderError) -> ProcessedChunk:
+        """An ``error`` chunk."""
+        return cls(type=ChunkType.ERROR, error=error)
+
+    @classmethod
+    def done(
+        cls,
+        *,
+        finish_reason: FinishReason | None = None,
+        raw_finish_reason: str | None = None,
+        usage: Usage | None = None,
+        serving_provider: str | None = None,
+        metadata: Mapping[str, Any] = _EMPTY,
+    ) -> ProcessedChunk:
+        """A ``done`` chunk: terminal metadata and/or usage."""
+        meta = dict(metadata)
+        if finish_reason is not None:
+            meta["finish_reason"] = finish_reason
+        if raw_finish_reason is not None:
+            meta["raw_finish_reason"] = raw_finish_reason
+        return cls(type=ChunkType.DONE, metadata=meta, usage=usage, serving_provider=serving_provider)
+
+
+class ChunkNormalizer(Protocol):
+    """Stage 03 for one stream: provider-native chunks in, ``ProcessedChunk``s out.
+
+    One instance per stream (it may hold per-stream state: tool-call deltas
+    being assembled, a partial think tag, a held-back spill candidate).
+    Implementations are pure: no I/O, no clocks.
+    """
+
+    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
+        """Normalize one raw chunk; may return zero, one or several chunks."""
+        ...
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        """The stream ended: release anything held back."""
+        ...

@@ -1,0 +1,5 @@
+"""sinks package of rxcord."""
+
+from loguru import logger
+
+logger.disable(__name__)

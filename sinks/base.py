@@ -1,0 +1,36 @@
+"""The seam between delivery logic and Discord I/O (httpx-transport style).
+
+Stage 07 logic (chunking, payload building, pacing) never touches HTTP; it
+calls a ``DiscordSink``. The REST sink, the webhook route, the discord.py
+adapter and the in-memory sink all implement this protocol, so tests and
+notebooks can swap them freely.
+"""
+
+from __future__ import annotations
+
+__all__ = ("DiscordSink",)
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from pipeline.config import StreamContext
+from pipeline.state import SentMessage
+
+
+class DiscordSink(Protocol):
+    """Sends messages and typing indicators to one Discord target.
+
+    Implementations raise ``pipeline.errors.DiscordStopError`` for failures
+    that must stop the stream (403 missing access -> ``missing_access``,
+    404 unknown channel -> ``channel_deleted``), ``UnknownWebhookError`` for a
+    dead webhook and ``DiscordError`` for anything else they could not
+    recover from (after their own bounded retries of 429 and 5xx).
+    """
+
+    async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+        """Send one message (channel message, or webhook execution when the context has a webhook)."""
+        ...
+
+    async def trigger_typing(self, context: StreamContext) -> None:
+        """Show the typing indicator in the context's channel (lasts 10 s)."""
+        ...
