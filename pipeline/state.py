@@ -9,7 +9,7 @@ length of the stream. Full texts are assembled once, at the end, into the
 
 from __future__ import annotations
 
-__all__ = ("Delivery", "Segment", "SentMessage", "StreamResult", "StreamState")
+__all__ = ("Delivery", "Segment", "SentMessage", "StreamResult", "StreamState", "TypingPulse")
 
 from collections.abc import Mapping
 from typing import Any
@@ -86,11 +86,14 @@ class SentMessage:
 
 @attrs.frozen(kw_only=True)
 class Delivery:
-    """What stage 07 did with one segment."""
+    """What stage 07 did with one segment or typing pulse."""
 
-    segment: Segment
+    segment: Segment | None = None
+    """The segment delivered (``None`` for a typing pulse)."""
     messages: tuple[SentMessage, ...] = ()
     """Messages sent for this segment (empty for thought and details segments)."""
+    typing: int = 0
+    """Typing-indicator calls made."""
 
 
 @attrs.frozen(kw_only=True)
@@ -122,3 +125,8 @@ class StreamResult:
     """Discord messages sent, in order."""
     chunk_count: int = 0
     """Processed chunks routed."""
+
+
+@attrs.frozen
+class TypingPulse:
+    """A request to show (or refresh) Discord's typing indicator."""

@@ -88,9 +88,9 @@ class ThoughtKind(str, enum.Enum):
     SUMMARY = "summary"
     """A provider-written summary of the reasoning (Gemini ``thought`` parts, reasoning summaries)."""
     SIGNATURE = "signature"
-    """An opaque signature that must be replayed unchanged (Gemini ``thoughtSignature``, Anthropic ``signature``)."""
+    """An opaque signature replayed unchanged (Gemini ``thoughtSignature``, Anthropic ``signature``)."""
     REDACTED = "redacted"
-    """Encrypted or redacted reasoning (Anthropic ``redacted_thinking``, OpenRouter ``reasoning.encrypted``)."""
+    """Encrypted or redacted reasoning (``redacted_thinking``, OpenRouter ``reasoning.encrypted``)."""
 
 
 class StopKind(str, enum.Enum):
@@ -208,11 +208,11 @@ class FunctionCall:
     args: Mapping[str, Any] = attrs.field(factory=dict)
     """Parsed JSON arguments."""
     id: str | None = None
-    """The provider's call id (OpenAI ``call_...``, Anthropic ``toolu_...``), needed to send the result back."""
+    """The provider's call id (``call_...``, ``toolu_...``), needed to send the result back."""
     thought_signature: str | None = None
     """Gemini ``thoughtSignature`` attached to the call; replayed unchanged in the next request."""
     replay: Mapping[str, Any] = attrs.field(factory=dict)
-    """Other provider-specific fields that must go back unchanged (``reasoning_details``, ``reasoning_content``)."""
+    """Other provider-specific fields replayed unchanged (``reasoning_details``, ``reasoning_content``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -254,7 +254,7 @@ class RawStreamChunk:
     event: str | None = None
     """The SSE ``event:`` name, when the stream uses them (Anthropic)."""
     error: ProviderError | None = None
-    """Set when the transport itself failed (HTTP status, timeout, reset): ``data`` is then the body, if any."""
+    """Set when the transport failed (HTTP status, timeout, reset): ``data`` is then the body, if any."""
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     """Transport facts (HTTP status, attempt number)."""
 
@@ -301,7 +301,9 @@ class ProcessedChunk:
     @classmethod
     def call(cls, function_call: FunctionCall, *, serving_provider: str | None = None) -> ProcessedChunk:
         """A ``function_call`` chunk."""
-        return cls(type=ChunkType.FUNCTION_CALL, function_call=function_call, serving_provider=serving_provider)
+        return cls(
+            type=ChunkType.FUNCTION_CALL, function_call=function_call, serving_provider=serving_provider
+        )
 
     @classmethod
     def fail(cls, error: ProviderError) -> ProcessedChunk:

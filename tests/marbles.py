@@ -26,13 +26,19 @@ class Marbles:
 
     _ctx: MarblesContext
 
-    def cold(self, marbles: str, lookup: Lookup | None = None, error: Exception | None = None) -> Observable[Any]:
+    def cold(
+        self, marbles: str, lookup: Lookup | None = None, error: Exception | None = None
+    ) -> Observable[Any]:
         return self._ctx.cold(marbles, dict(lookup) if lookup else None, error)
 
-    def hot(self, marbles: str, lookup: Lookup | None = None, error: Exception | None = None) -> Observable[Any]:
+    def hot(
+        self, marbles: str, lookup: Lookup | None = None, error: Exception | None = None
+    ) -> Observable[Any]:
         return self._ctx.hot(marbles, dict(lookup) if lookup else None, error)
 
-    def exp(self, marbles: str, lookup: Lookup | None = None, error: Exception | None = None) -> list[Recorded[Any]]:
+    def exp(
+        self, marbles: str, lookup: Lookup | None = None, error: Exception | None = None
+    ) -> list[Recorded[Any]]:
         return self._ctx.exp(marbles, dict(lookup) if lookup else None, error)
 
     def start(self, observable: Observable[Any]) -> list[Recorded[Any]]:

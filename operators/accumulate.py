@@ -1,0 +1,123 @@
+"""Stage 04: the orchestrator's state machine as a scan.
+
+``route`` is the pure step: it takes the previous ``StreamState`` and one
+routed item (a ``ProcessedChunk`` or the ``StopSignal`` from the stop gate)
+and returns the next state. ``accumulate`` wraps it in ``scan`` and
+completes the stream once the outcome is final, which disposes the source
+(and so closes the HTTP request).
+
+Routing, as the seed's stage flow says:
+
+* ``text``: the content goes to the buffer (``delta``), while streaming;
+* ``function_call``: status ``function_call``; later calls of the same
+  response are still collected (parallel tool calls), as are usage and
+  finish metadata; later text is dropped;
+* ``error``: status ``error``; final;
+* ``done``: finish reason and usage are recorded; routing continues;
+* a stop: the stop's status; final.
+
+Any item may carry thoughts and usage; usage is taken at its last report.
+"""
+
+from __future__ import annotations
+
+__all__ = ("accumulate", "route")
+
+from reactivex import Observable
+from reactivex import operators as ops
+
+from pipeline.state import StreamState
+from pipeline.types import (
+    ChunkType,
+    ErrorType,
+    FinishReason,
+    Operator,
+    ProcessedChunk,
+    StopSignal,
+    StreamStatus,
+)
+
+_OPEN = (StreamStatus.STREAMING, StreamStatus.FUNCTION_CALL)
+
+
+def route(state: StreamState, item: ProcessedChunk | StopSignal) -> StreamState:
+    """The next state after routing *item* (pure; no I/O, no clock)."""
+    if isinstance(item, StopSignal):
+        return _with(state, status=StreamStatus.for_stop(item.kind), stop=item)
+    status = state.status
+    kind = item.type
+    finish = state.finish_reason
+    raw_finish = state.raw_finish_reason
+    call = None
+    error = state.error
+    delta = ""
+    if kind is ChunkType.TEXT:
+        if status is StreamStatus.STREAMING:
+            delta = item.content
+    elif kind is ChunkType.FUNCTION_CALL:
+        status = StreamStatus.FUNCTION_CALL
+        call = item.function_call
+        finish = FinishReason.TOOL_CALLS
+    elif kind is ChunkType.ERROR:
+        if status is StreamStatus.STREAMING:
+            status = StreamStatus.ERROR
+            error = item.error
+            blocked = error is not None and error.type is ErrorType.CONTENT_BLOCKED
+            finish = FinishReason.CONTENT_FILTER if blocked else FinishReason.ERROR
+    else:
+        meta = item.metadata
+        reported = meta.get("finish_reason")
+        if reported is not None and finish not in (FinishReason.TOOL_CALLS, FinishReason.ERROR):
+            finish = FinishReason(reported)
+        raw_finish = meta.get("raw_finish_reason", raw_finish)
+    return StreamState(
+        status=status,
+        index=state.index + 1,
+        delta=delta,
+        thoughts=item.thoughts,
+        function_call=call,
+        error=error,
+        stop=state.stop,
+        finish_reason=finish,
+        raw_finish_reason=raw_finish,
+        usage=item.usage if item.usage is not None else state.usage,
+        serving_provider=state.serving_provider or item.serving_provider or None,
+    )
+
+
+def _with(state: StreamState, *, status: StreamStatus, stop: StopSignal) -> StreamState:
+    return StreamState(
+        status=status,
+        index=state.index,
+        stop=stop,
+        error=state.error,
+        finish_reason=state.finish_reason,
+        raw_finish_reason=state.raw_finish_reason,
+        usage=state.usage,
+        serving_provider=state.serving_provider,
+    )
+
+
+def _still_open(state: StreamState) -> bool:
+    return state.status in _OPEN
+
+
+def accumulate() -> Operator[ProcessedChunk | StopSignal, StreamState]:
+    """Route each item through the state machine; complete once the outcome is final.
+
+    .. marble::
+        -a-b-e-c-|            a, b: text; e: error
+        [ accumulate() ]
+        -A-B-(E,|)            E.status == error; c is never routed
+
+    Returns:
+        An operator emitting one ``StreamState`` per routed item.
+    """
+
+    def _op(source: Observable[ProcessedChunk | StopSignal]) -> Observable[StreamState]:
+        return source.pipe(
+            ops.scan(route, StreamState()),
+            ops.take_while(_still_open, inclusive=True),
+        )
+
+    return _op

@@ -1,0 +1,178 @@
+"""Stage 04's result: fold states and deliveries into one ``StreamResult``.
+
+The chain's tail merges the orchestrator's states with stage 07's
+deliveries; this operator folds both into a ``ResultBuilder`` (created per
+subscription, amortized O(1) per item: texts are joined once, at the end)
+and emits a single ``StreamResult`` when the stream ends.
+
+It also owns the hard kill: ``take_until(kill)`` here disposes everything
+upstream at once (the HTTP request and any in-flight Discord send), and the
+result is built from what was seen, with status ``killed``.
+"""
+
+from __future__ import annotations
+
+__all__ = ("ResultBuilder", "collect_result", "compile_thought_log")
+
+from collections.abc import Sequence
+
+import attrs
+from reactivex import Observable, abc
+from reactivex import operators as ops
+
+from pipeline.state import Delivery, SentMessage, StreamResult, StreamState
+from pipeline.types import (
+    ErrorType,
+    FinishReason,
+    FunctionCall,
+    Operator,
+    SegmentKind,
+    StopKind,
+    StopSignal,
+    StreamStatus,
+    ThoughtKind,
+    ThoughtLogEntry,
+)
+
+_TEXT_THOUGHTS = (ThoughtKind.RAW, ThoughtKind.SUMMARY)
+
+
+def compile_thought_log(
+    thoughts: Sequence[ThoughtLogEntry], serving_provider: str | None, provider: str
+) -> str | None:
+    """The thought log: summaries first, then raw reasoning, then the serving-provider footer."""
+    summary = "".join(t.text for t in thoughts if t.kind is ThoughtKind.SUMMARY).strip()
+    raw = "".join(t.text for t in thoughts if t.kind is ThoughtKind.RAW).strip()
+    parts = []
+    if summary:
+        parts.append(f"Summary:\n{summary}")
+    if raw:
+        parts.append(f"Reasoning:\n{raw}")
+    if not parts:
+        return None
+    if serving_provider:
+        parts.append(f"Provider: {provider} via {serving_provider}")
+    return "\n\n".join(parts)
+
+
+@attrs.define
+class ResultBuilder:
+    """Mutable accumulator of one stream's result (per subscription)."""
+
+    provider: str = ""
+    last: StreamState = attrs.field(factory=StreamState)
+    visible: list[str] = attrs.field(factory=list)
+    delivered: list[str] = attrs.field(factory=list)
+    thoughts: list[ThoughtLogEntry] = attrs.field(factory=list)
+    details: list[str] = attrs.field(factory=list)
+    calls: list[FunctionCall] = attrs.field(factory=list)
+    messages: list[SentMessage] = attrs.field(factory=list)
+
+    def add(self, item: StreamState | Delivery) -> None:
+        """Fold one state or delivery in."""
+        if isinstance(item, StreamState):
+            self._add_state(item)
+        else:
+            self._add_delivery(item)
+
+    def _add_state(self, state: StreamState) -> None:
+        self.last = state
+        if state.delta:
+            self.visible.append(state.delta)
+        if state.thoughts:
+            self.thoughts.extend(state.thoughts)
+        if state.function_call is not None:
+            self.calls.append(state.function_call)
+
+    def _add_delivery(self, delivery: Delivery) -> None:
+        segment = delivery.segment
+        self.messages.extend(delivery.messages)
+        if segment is None:
+            return
+        if segment.kind is SegmentKind.TEXT and delivery.messages:
+            self.delivered.append(segment.text)
+        elif segment.kind is SegmentKind.THOUGHT:
+            self.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=segment.text))
+        elif segment.kind is SegmentKind.DETAILS:
+            self.details.append(segment.text)
+
+    def build(self, *, killed: StopSignal | None = None) -> StreamResult:
+        """The result as it stands (with status ``killed`` when *killed* is given)."""
+        state = self.last
+        status = state.status
+        if killed is not None:
+            status = StreamStatus.KILLED
+        elif status is StreamStatus.STREAMING:
+            status = StreamStatus.COMPLETED
+        reasoning = "".join(t.text for t in self.thoughts if t.kind in _TEXT_THOUGHTS)
+        return StreamResult(
+            status=status,
+            accumulated_text="".join(self.delivered),
+            visible_text="".join(self.visible),
+            reasoning=reasoning or None,
+            thought_log=compile_thought_log(self.thoughts, state.serving_provider, self.provider),
+            thoughts=tuple(self.thoughts),
+            details_content="\n\n".join(self.details) or None,
+            usage=state.usage,
+            serving_provider=state.serving_provider,
+            function_call=self.calls[0] if self.calls else None,
+            function_calls=tuple(self.calls),
+            error=state.error,
+            finish_reason=self._finish(state),
+            raw_finish_reason=state.raw_finish_reason,
+            messages=tuple(self.messages),
+            chunk_count=state.index,
+        )
+
+    def _finish(self, state: StreamState) -> FinishReason | None:
+        if self.calls:
+            return FinishReason.TOOL_CALLS
+        if state.error is not None:
+            blocked = state.error.type is ErrorType.CONTENT_BLOCKED
+            return FinishReason.CONTENT_FILTER if blocked else FinishReason.ERROR
+        return state.finish_reason
+
+
+def _is_kill(signal: StopSignal) -> bool:
+    return signal.kind is StopKind.KILL
+
+
+def collect_result(
+    stops: Observable[StopSignal], *, provider: str = ""
+) -> Operator[StreamState | Delivery, StreamResult]:
+    """Fold states and deliveries into one ``StreamResult``; a kill ends everything at once.
+
+    .. marble::
+        -s-s-d-s-d-|          s: StreamState, d: Delivery
+        [ collect_result(stops) ]
+        -----------(R,|)
+
+    Args:
+        stops: The stream's stop subject; only ``StopKind.KILL`` is acted on here.
+        provider: Provider name for the thought-log footer.
+
+    Returns:
+        An operator emitting exactly one ``StreamResult``.
+    """
+    kills = stops.pipe(ops.filter(_is_kill), ops.take(1))
+
+    def _op(source: Observable[StreamState | Delivery]) -> Observable[StreamResult]:
+        def subscribe(
+            observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            builder = ResultBuilder(provider=provider)
+            killed: list[StopSignal] = []
+
+            def remember(signal: StopSignal) -> None:
+                killed.append(signal)
+
+            def on_completed() -> None:
+                observer.on_next(builder.build(killed=killed[0] if killed else None))
+                observer.on_completed()
+
+            gated = source.pipe(ops.take_until(kills.pipe(ops.do_action(remember))))
+            return gated.subscribe(builder.add, observer.on_error, on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+    return _op

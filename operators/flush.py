@@ -1,0 +1,656 @@
+"""Buffer management: release routed text as segments at safe boundaries (stage 05).
+
+Theory
+------
+The orchestrator (stage 04) routes visible text here one delta at a time. A
+delta is not a unit a reader would recognise: it may end in the middle of a
+word, a mention, a code block or a ``<think>`` tag. ``Flusher`` keeps the
+text until a piece of it is safe to send, and hands it on as ``Segment``s.
+
+Routing. Outside code, in-band reasoning blocks (``OPEN_RE`` ... ``CLOSE_RE``
+from ``operators.reasoning_tags``) become ``THOUGHT`` segments and
+``<details>`` blocks (nested ones included) become ``DETAILS`` segments, each
+holding the text between its tags; both are sent when their closing tag
+arrives (or at the final flush, unclosed) and never reach the visible text,
+which simply continues around them. A stray closing tag is dropped. A tag
+split across deltas (``"<thi"`` + ``"nk>"``) is held back until it is decided;
+a tag is at most 64 characters long. Tags inside fenced or inline code are
+text. Blocks that are whitespace only are not sent.
+
+Cutting. The visible text goes through ``MarkdownScanner``, which records the
+places where a cut is safe (see ``operators.markdown_scan``: never inside a
+fenced block, inline code, a table, a list item line being written, a mention,
+custom emoji, ``<...>`` construct or masked link, nor between whitespace and a
+combining mark). Whitespace at a cut stays at the end of the piece before it,
+so in live mode the TEXT segments join back to the visible text exactly,
+apart from the additions described below. Each piece of text is scanned once;
+``push`` costs O(len(delta)) amortized, whatever the number of deltas.
+
+Live delivery (``DeliveryMode.LIVE``) releases:
+
+* every paragraph (a blank line, or the end of a fenced block or table) as
+  its own segment, once the first character after it shows the break is
+  complete, unless the segment would be shorter than ``live_min_chars``
+  (it then waits for the next break);
+* on ``idle()`` (no new text for ``live_idle_flush`` seconds), everything up
+  to the best safe cut: the latest paragraph break, else line break, else
+  sentence end, else space, including a whitespace run at the very end;
+* when the text held reaches ``message_limit`` without a paragraph break, a
+  message-sized piece, cut at the best place in its second half (the kind
+  order above) or else at the latest place that fits. Inside a fenced block
+  the piece is cut at a line start, closed with ``Fence.close`` (a line break
+  and the marker) and the next piece starts with ``Fence.reopen`` (the opening
+  line, language kept). With no safe place at all (one long line of code, a
+  huge URL) nothing is cut: the text waits for the next safe place and stage
+  07 splits the longer segment.
+
+After a ``>>> `` line every later segment starts with ``>>> `` (it quotes to
+the end of a message, and each segment is a new message), unless it already
+starts with ``>>>``.
+
+Aggregated delivery releases nothing before ``flush()``, which returns one
+batch: the reasoning and details segments, then all visible text as one TEXT
+segment.
+
+Tables (consecutive lines starting with ``|``) are held whole and, once
+complete, replaced in the released text by ``render_table``'s monospace code
+block with aligned columns (Discord does not render markdown tables); a run
+of ``|`` lines that is not a table (no delimiter row) is released as written.
+
+Caps. Released TEXT segments are counted; the one that reaches
+``config.max_flushes`` is released, then the flusher releases nothing more
+(``capped`` turns true) and the ``flush`` operator asks ``stops`` for a
+``FLUSH_LIMIT`` stop. The final ``flush(final=True)`` marks the last segment
+it returns ``final=True`` (it returns nothing when nothing was pending).
+"""
+
+from __future__ import annotations
+
+__all__ = ("Flusher", "error_embed", "flush")
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+from loguru import logger
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, Disposable, SerialDisposable
+
+from operators.markdown_scan import Cut, Fence, Level, MarkdownScanner, TableSpan, render_table
+from operators.reasoning_tags import (
+    CLOSE_RE,
+    DETAILS_CLOSE_RE,
+    DETAILS_OPEN_RE,
+    OPEN_RE,
+    partial_tag_len,
+)
+from pipeline.config import StreamConfig
+from pipeline.state import Segment, StreamState
+from pipeline.types import (
+    DeliveryMode,
+    ErrorType,
+    Operator,
+    ProviderError,
+    SegmentKind,
+    StopKind,
+    StopSignal,
+    StreamStatus,
+)
+
+_log = logger.bind(stage="05-flush")
+
+_MAX_TAG: Final = 64
+"""Longest tag recognised (matches ``reasoning_tags``): a longer ``<...`` is text."""
+_QUOTE: Final = ">>> "
+
+_VISIBLE: Final = 0
+_THINK: Final = 1
+_DETAILS: Final = 2
+
+
+def _details_prefix(tail: str) -> bool:
+    """Whether *tail* (starting at ``<``, no ``>``) could still grow into a details tag."""
+    low = tail.lower()
+    if "<details".startswith(low) or "</details".startswith(low):
+        return True
+    if low.startswith("<details") and low[8:9].isspace():
+        return "<" not in low[1:]
+    return low.startswith("</details") and not low[9:].strip()
+
+
+def _match_tag(buf: str, at: int, *patterns: re.Pattern[str]) -> re.Match[str] | None:
+    for pattern in patterns:
+        match = pattern.match(buf, at)
+        if match is not None and match.end() - at <= _MAX_TAG:
+            return match
+    return None
+
+
+def _no_cuts() -> list[Cut | None]:
+    return [None] * (len(Level) + 1)
+
+
+@attrs.define
+class Flusher:
+    """Incremental buffer manager for one stream (pure: no Rx, no clock).
+
+    Feed routed text with ``push``; call ``idle`` when no text came for
+    ``config.live_idle_flush`` seconds (live mode); end with ``flush`` or
+    ``discard``. Each call returns the segments it releases. After
+    ``flush(final=True)`` or ``discard()`` every call returns ``[]``.
+    """
+
+    config: StreamConfig
+    capped: bool = attrs.field(init=False, default=False)
+    """Whether ``config.max_flushes`` TEXT segments were released (nothing more will be)."""
+    _live: bool = attrs.field(init=False, default=False)
+    _scanner: MarkdownScanner = attrs.field(init=False, factory=MarkdownScanner)
+    _carry: str = attrs.field(init=False, default="")
+    _mode: int = attrs.field(init=False, default=_VISIBLE)
+    _block: list[str] = attrs.field(init=False, factory=list)
+    _depth: int = attrs.field(init=False, default=0)
+    _pieces: list[str] = attrs.field(init=False, factory=list)
+    _base: int = attrs.field(init=False, default=0)
+    _fed: int = attrs.field(init=False, default=0)
+    _reopen: str = attrs.field(init=False, default="")
+    _quoted: bool = attrs.field(init=False, default=False)
+    _tables: list[TableSpan] = attrs.field(init=False, factory=list)
+    _best: list[Cut | None] = attrs.field(init=False, factory=_no_cuts)
+    _best_fenced: Cut | None = attrs.field(init=False, default=None)
+    _side: list[Segment] = attrs.field(init=False, factory=list)
+    _out: list[Segment] = attrs.field(init=False, factory=list)
+    _texts: int = attrs.field(init=False, default=0)
+    _closed: bool = attrs.field(init=False, default=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._live = self.config.delivery is DeliveryMode.LIVE
+
+    # -- public --------------------------------------------------------------------------------------------
+
+    def push(self, text: str) -> list[Segment]:
+        """Append routed text; return the segments safe to release now (live mode; aggregated: none)."""
+        if self._closed or self.capped or not text:
+            return []
+        buf = self._carry + text if self._carry else text
+        self._carry = ""
+        self._route(buf, final=False)
+        return self._take()
+
+    def idle(self) -> list[Segment]:
+        """No new text for ``config.live_idle_flush`` seconds: release up to the best safe cut (live mode)."""
+        if self._closed or self.capped or not self._live:
+            return []
+        self._drain()
+        candidates = [cut for cut in self._best if cut is not None and cut.end > self._base]
+        tail = self._scanner.tail_cut()
+        if tail is not None and tail.end > self._base:
+            candidates.append(tail)
+        if candidates:
+            cut = max(candidates, key=_idle_key)
+            self._release(cut.start, None)
+        return self._take()
+
+    def flush(self, *, final: bool) -> list[Segment]:
+        """Release everything held (graceful end, function call, user stop).
+
+        With ``final=True`` a partial tag is released as text, an unclosed
+        reasoning or details block as its segment, the markdown state is settled
+        (a table at the very end is rendered), the last segment returned is
+        marked ``final`` and the flusher closes. With ``final=False`` the
+        flusher keeps going; text held inside a fenced block is closed and
+        reopened like a live cut, and a partial tag stays held.
+        """
+        if self._closed or self.capped:
+            return []
+        if final:
+            carry, self._carry = self._carry, ""
+            self._route(carry, final=True)
+            if self._mode != _VISIBLE:
+                self._end_block()
+            self._scanner.finish()
+        self._drain()
+        if self._fed > self._base:
+            fence = None if final else self._scanner.fence
+            self._release(self._fed, fence)
+        out = self._take()
+        if not self._live:
+            out = self._side + out
+            self._side = []
+        if final:
+            self._closed = True
+            if out:
+                out[-1] = attrs.evolve(out[-1], final=True)
+        return out
+
+    def discard(self) -> None:
+        """Drop everything held (follow-up interrupt, internal stop); the flusher closes."""
+        self._closed = True
+        self._carry = ""
+        self._block = []
+        self._pieces = []
+        self._side = []
+        self._out = []
+        self._tables = []
+
+    # -- routing -------------------------------------------------------------------------------------------
+
+    def _route(self, buf: str, *, final: bool) -> None:
+        """Split *buf* into visible text, reasoning and details blocks; hold an undecided tag."""
+        i, n = 0, len(buf)
+        while i < n:
+            if self._mode == _VISIBLE:
+                j = buf.find("<", i)
+                if j < 0:
+                    self._visible(buf[i:])
+                    return
+                if j > i:
+                    self._visible(buf[i:j])
+                i = j
+                if self._scanner.in_code:
+                    self._visible("<")
+                    i += 1
+                    continue
+                match = _match_tag(buf, i, OPEN_RE, DETAILS_OPEN_RE, CLOSE_RE, DETAILS_CLOSE_RE)
+                if match is not None:
+                    tag = match.group(0)
+                    if OPEN_RE.fullmatch(tag):
+                        self._mode = _THINK
+                    elif DETAILS_OPEN_RE.fullmatch(tag):
+                        self._mode, self._depth = _DETAILS, 1
+                    # A stray closing tag is dropped.
+                    i = match.end()
+                    continue
+                if not final and self._undecided(buf, i):
+                    self._carry = buf[i:]
+                    return
+                self._visible("<")
+                i += 1
+            elif self._mode == _THINK:
+                i = self._route_think(buf, i, final=final)
+            else:
+                i = self._route_details(buf, i, final=final)
+
+    @staticmethod
+    def _undecided(buf: str, at: int) -> bool:
+        tail = buf[at:]
+        if len(tail) >= _MAX_TAG or ">" in tail:
+            return False
+        return partial_tag_len(tail) == len(tail) or _details_prefix(tail)
+
+    def _route_think(self, buf: str, i: int, *, final: bool) -> int:
+        n = len(buf)
+        search = i
+        while True:
+            match = CLOSE_RE.search(buf, search)
+            if match is None or match.end() - match.start() <= _MAX_TAG:
+                break
+            search = match.start() + 1
+        if match is not None:
+            self._block.append(buf[i : match.start()])
+            self._end_block()
+            return match.end()
+        hold = 0 if final else partial_tag_len(buf[max(i, n - _MAX_TAG) :])
+        self._block.append(buf[i : n - hold])
+        if hold:
+            self._carry = buf[n - hold :]
+        return n
+
+    def _route_details(self, buf: str, i: int, *, final: bool) -> int:
+        n = len(buf)
+        start = i
+        while True:
+            j = buf.find("<", i)
+            if j < 0:
+                self._block.append(buf[start:])
+                return n
+            match = _match_tag(buf, j, DETAILS_OPEN_RE, DETAILS_CLOSE_RE)
+            if match is None:
+                if not final and n - j < _MAX_TAG and ">" not in buf[j:] and _details_prefix(buf[j:]):
+                    self._block.append(buf[start:j])
+                    self._carry = buf[j:]
+                    return n
+                i = j + 1
+                continue
+            if DETAILS_OPEN_RE.fullmatch(match.group(0)):
+                self._depth += 1
+            else:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._block.append(buf[start:j])
+                    self._end_block()
+                    return match.end()
+            i = match.end()
+
+    def _end_block(self) -> None:
+        text = "".join(self._block)
+        kind = SegmentKind.THOUGHT if self._mode == _THINK else SegmentKind.DETAILS
+        self._block = []
+        self._mode = _VISIBLE
+        self._depth = 0
+        if text.strip() and not self.capped:
+            segment = Segment(kind=kind, text=text)
+            (self._out if self._live else self._side).append(segment)
+
+    # -- visible text --------------------------------------------------------------------------------------
+
+    def _visible(self, text: str) -> None:
+        if not text:
+            return
+        scanner = self._scanner
+        if not self._live:
+            scanner.feed(text)
+            self._pieces.append(text)
+            self._fed += len(text)
+            if scanner.tables:
+                self._tables.extend(scanner.tables)
+                scanner.tables.clear()
+            scanner.cuts.clear()
+            return
+        i, n = 0, len(text)
+        while i < n:
+            j = text.find("\n", i)
+            j = n if j < 0 else j + 1
+            room = self._room()
+            if room > 0:
+                j = min(j, i + room)
+            piece = text[i:j]
+            scanner.feed(piece)
+            self._pieces.append(piece)
+            self._fed += len(piece)
+            i = j
+            self._settle()
+
+    def _room(self) -> int:
+        """Characters that fit before the held text reaches a message (a fence close included)."""
+        fence = self._scanner.fence
+        limit = self.config.message_limit - (len(fence.close) if fence is not None else 0)
+        held = len(self._reopen) + (len(_QUOTE) if self._quoted else 0) + self._fed - self._base
+        return limit - held
+
+    def _drain(self) -> None:
+        """Take the scanner's new cut points and tables; release at paragraph breaks (live)."""
+        scanner = self._scanner
+        if scanner.tables:
+            self._tables.extend(scanner.tables)
+            scanner.tables.clear()
+        if not scanner.cuts:
+            return
+        cuts = list(scanner.cuts)
+        scanner.cuts.clear()
+        for cut in cuts:
+            if cut.start <= self._base:
+                continue
+            if cut.fence is not None:
+                self._best_fenced = cut
+            elif cut.level == Level.PARAGRAPH and self._live and self._long_enough(cut):
+                self._release(cut.start, None)
+            else:
+                self._best[cut.level] = cut
+
+    def _long_enough(self, cut: Cut) -> bool:
+        if cut.end <= self._base:
+            return False
+        held = len(self._reopen) + cut.start - self._base
+        return held >= self.config.live_min_chars
+
+    def _settle(self) -> None:
+        """After live text: release paragraphs, then a message-sized piece while the text held is too long."""
+        self._drain()
+        while not self.capped and self._room() <= 0:
+            candidates = [cut for cut in self._best if cut is not None and cut.end > self._base]
+            if self._best_fenced is not None and self._best_fenced.end > self._base:
+                candidates.append(self._best_fenced)
+            if not candidates:
+                return
+            half = self._base + (self.config.message_limit - len(self._reopen)) // 2
+            upper = [cut for cut in candidates if cut.end >= half]
+            cut = max(upper, key=_overflow_key) if upper else max(candidates, key=_end_key)
+            self._release(cut.start, cut.fence)
+
+    def _release(self, upto: int, fence: Fence | None) -> None:
+        """Release the held text up to *upto* as one TEXT segment (*fence*: the cut is inside it)."""
+        text = "".join(self._pieces)
+        cut = upto - self._base
+        piece, rest = text[:cut], text[cut:]
+        piece = self._render_tables(piece, upto)
+        quote = _QUOTE if self._quoted and not piece.startswith(">>>") else ""
+        segment_text = quote + self._reopen + piece + (fence.close if fence is not None else "")
+        self._pieces = [rest] if rest else []
+        self._base = upto
+        self._reopen = fence.reopen(self.config.message_limit) if fence is not None else ""
+        quote_from = self._scanner.quote_from
+        self._quoted = quote_from is not None and quote_from < upto
+        for level, best in enumerate(self._best):
+            if best is not None and best.start <= upto:
+                self._best[level] = None
+        if self._best_fenced is not None and self._best_fenced.start <= upto:
+            self._best_fenced = None
+        if self.capped:
+            return
+        self._texts += 1
+        self._out.append(Segment(kind=SegmentKind.TEXT, text=segment_text))
+        _log.debug("released {chars} chars (segment {count})", chars=len(segment_text), count=self._texts)
+        if self._texts >= self.config.max_flushes:
+            self.capped = True
+
+    def _render_tables(self, piece: str, upto: int) -> str:
+        """Replace the complete tables inside the released range by their rendering."""
+        base = self._base
+        tables = self._tables
+        if not tables:
+            return piece
+        parts: list[str] = []
+        last = 0
+        keep: list[TableSpan] = []
+        for table in tables:
+            if table.end > upto:
+                keep.append(table)
+                continue
+            if table.start < base:
+                continue
+            start, end = table.start - base, table.end - base
+            rendered = render_table(piece[start:end])
+            if rendered is not None:
+                parts.append(piece[last:start])
+                parts.append(rendered)
+                last = end
+        self._tables = keep
+        if not parts:
+            return piece
+        parts.append(piece[last:])
+        return "".join(parts)
+
+    def _take(self) -> list[Segment]:
+        out = self._out
+        self._out = []
+        return out
+
+
+def _idle_key(cut: Cut) -> tuple[int, int]:
+    return (int(cut.level), cut.start)
+
+
+def _overflow_key(cut: Cut) -> tuple[int, bool, int]:
+    return (int(cut.level), cut.fence is None, cut.end)
+
+
+def _end_key(cut: Cut) -> int:
+    return cut.end
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Error embed
+
+_ERROR_TITLES: Final[Mapping[ErrorType, str]] = {
+    ErrorType.API_ERROR: "Provider error",
+    ErrorType.RATE_LIMIT: "Rate limited",
+    ErrorType.CONTENT_BLOCKED: "Response blocked",
+    ErrorType.TIMEOUT: "Request timed out",
+    ErrorType.PROVIDER_OVERLOADED: "Provider overloaded",
+    ErrorType.MODEL_ERROR: "Model unavailable",
+}
+_ERROR_COLOURS: Final[Mapping[ErrorType, int]] = {
+    ErrorType.API_ERROR: 0xED4245,
+    ErrorType.RATE_LIMIT: 0xFEE75C,
+    ErrorType.CONTENT_BLOCKED: 0xEB459E,
+    ErrorType.TIMEOUT: 0xFEE75C,
+    ErrorType.PROVIDER_OVERLOADED: 0xFEE75C,
+    ErrorType.MODEL_ERROR: 0xED4245,
+}
+_EMBED_DESCRIPTION_MAX: Final = 4096
+
+
+def error_embed(error: ProviderError) -> dict[str, Any]:
+    """The Discord embed object that reports *error* to users.
+
+    Title by error type, the message as description (trimmed, cut to Discord's
+    4096 code points with an ellipsis; the message is kept whole otherwise, so
+    a ``model_error`` keeps the supported model ids it lists), a colour (red for
+    failures, yellow for rate limits, timeouts and overload, fuchsia for blocked
+    content) and a footer with the HTTP status and provider code when known.
+    """
+    embed: dict[str, Any] = {
+        "title": _ERROR_TITLES.get(error.type, "Error"),
+        "color": _ERROR_COLOURS.get(error.type, 0xED4245),
+    }
+    description = error.message.strip()
+    if len(description) > _EMBED_DESCRIPTION_MAX:
+        description = description[: _EMBED_DESCRIPTION_MAX - 1].rstrip() + "…"
+    if description:
+        embed["description"] = description
+    footer = []
+    if error.status is not None:
+        footer.append(f"HTTP {error.status}")
+    if error.code is not None and str(error.code) != str(error.status):
+        footer.append(str(error.code))
+    if footer:
+        embed["footer"] = {"text": " · ".join(footer)[:256]}
+    return embed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The operator
+
+_DISCARD: Final = frozenset(
+    {StreamStatus.FOLLOW_UP_INTERRUPT, StreamStatus.KILLED}
+    | {StreamStatus.for_stop(kind) for kind in StopKind if kind.is_internal}
+)
+"""Statuses that drop the buffer: a follow-up interrupt, a kill, and every internal stop."""
+
+
+def flush(
+    config: StreamConfig, stops: abc.ObserverBase[StopSignal] | None = None
+) -> Operator[StreamState, Segment]:
+    r"""Turn the orchestrator's states into segments (stage 05).
+
+    Each state's ``delta`` goes to a per-subscription ``Flusher``. The first
+    state whose status is not ``STREAMING`` decides the end, once (later states
+    are ignored): ``COMPLETED``, ``FUNCTION_CALL``, ``STOPPED_BY_USER`` and
+    ``ERROR`` flush everything (``final=True``); ``ERROR`` then adds an
+    ``ERROR_EMBED`` segment (``error_embed``) when the error is not retryable
+    and neither ``config.suppress_user_errors`` nor ``config.defer_notice`` is
+    set. ``FOLLOW_UP_INTERRUPT``, ``KILLED`` and internal stops discard the
+    buffer. Completion of the source flushes if nothing ended the stream.
+
+    Live mode releases segments as they become safe and runs an idle timer on
+    the subscribe-time scheduler: ``config.live_idle_flush`` seconds after the
+    last text, ``Flusher.idle`` releases what is safe. Aggregated mode releases
+    one batch at the end.
+
+    When the released TEXT segments reach ``config.max_flushes``, the operator
+    calls ``stops.on_next(StopSignal(StopKind.FLUSH_LIMIT))`` (when *stops* is
+    given) after emitting the segment that reached the cap, and releases
+    nothing more.
+
+    .. marble::
+        -a---b-----|      a="Hi.\n\nMore"  b=" text"   (live, live_idle_flush=2.0)
+        [ flush(config) ]
+        -A---------(B|)   A="Hi.\n\n"  B="More text" (final)
+
+    Args:
+        config: The stream's configuration.
+        stops: Where to send the ``FLUSH_LIMIT`` stop.
+
+    Returns:
+        An operator from ``StreamState`` to ``Segment``.
+
+    Raises:
+        ValueError: (live mode) subscribed without a scheduler.
+    """
+    live = config.delivery is DeliveryMode.LIVE
+
+    def operator(source: Observable[StreamState]) -> Observable[Segment]:
+        def subscribe(
+            observer: abc.ObserverBase[Segment], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            if live and scheduler is None:
+                raise ValueError("flush() in live mode needs a subscribe-time scheduler")
+            flusher = Flusher(config)
+            timer = SerialDisposable()
+            ended = False
+            discarded = False
+            signalled = False
+
+            def emit(segments: list[Segment]) -> None:
+                nonlocal signalled
+                for segment in segments:
+                    if discarded:
+                        # A re-entrant stop (caused by an earlier segment) dropped the rest.
+                        return
+                    observer.on_next(segment)
+                if flusher.capped and not signalled:
+                    signalled = True
+                    if stops is not None:
+                        stops.on_next(StopSignal(StopKind.FLUSH_LIMIT, "flush cap reached"))
+
+            def on_idle(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+                if not ended:
+                    emit(flusher.idle())
+
+            def on_next(state: StreamState) -> None:
+                nonlocal ended, discarded
+                if ended:
+                    return
+                status = state.status
+                if status in _DISCARD:
+                    ended = discarded = True
+                    timer.disposable = Disposable()
+                    flusher.discard()
+                    return
+                segments = flusher.push(state.delta) if state.delta else []
+                if status is StreamStatus.STREAMING:
+                    if live and state.delta:
+                        assert scheduler is not None
+                        timer.disposable = scheduler.schedule_relative(config.live_idle_flush, on_idle)
+                    emit(segments)
+                    return
+                # Mark the end before emitting, so a re-entrant state is ignored.
+                ended = True
+                timer.disposable = Disposable()
+                segments += flusher.flush(final=True)
+                error = state.error if status is StreamStatus.ERROR else None
+                if error is not None and not (
+                    error.retryable or config.suppress_user_errors or config.defer_notice
+                ):
+                    segments.append(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error)))
+                emit(segments)
+
+            def on_error(error: Exception) -> None:
+                timer.disposable = Disposable()
+                observer.on_error(error)
+
+            def on_completed() -> None:
+                nonlocal ended
+                if not ended:
+                    ended = True
+                    timer.disposable = Disposable()
+                    emit(flusher.flush(final=True))
+                observer.on_completed()
+
+            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            return CompositeDisposable(subscription, timer)
+
+        return Observable(subscribe)
+
+    return operator

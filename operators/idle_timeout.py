@@ -1,0 +1,90 @@
+"""Stage 04 heartbeat: a stream that goes quiet ends as a retryable ``timeout`` error.
+
+The timer runs on the subscribe-time scheduler, so the same operator works
+under asyncio and under the marble test scheduler. When it fires, the
+operator emits one ``timeout`` error chunk, completes, and disposes the
+source (which closes the HTTP connection).
+"""
+
+from __future__ import annotations
+
+__all__ = ("idle_timeout",)
+
+from typing import Any
+
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
+
+from pipeline.types import ErrorType, Operator, ProcessedChunk, ProviderError
+
+
+def _timeout_chunk(seconds: float) -> ProcessedChunk:
+    return ProcessedChunk.fail(
+        ProviderError(
+            type=ErrorType.TIMEOUT,
+            message=f"the provider sent nothing for {seconds:g} s",
+            retryable=True,
+            code="idle_timeout",
+        )
+    )
+
+
+def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
+    """End the stream with a timeout error chunk after *seconds* without a chunk.
+
+    .. marble::
+        -a-b--------c-|       seconds=3
+        [ idle_timeout(3) ]
+        -a-b--(T,|)           T: timeout error chunk, source disposed
+
+    Args:
+        seconds: The allowed silence, measured from subscription and from each chunk.
+
+    Returns:
+        An operator that passes chunks through unchanged.
+    """
+
+    def _op(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
+        def subscribe(
+            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            if scheduler is None:
+                raise ValueError("idle_timeout needs a subscribe-time scheduler")
+            timer = SerialDisposable()
+            upstream = SingleAssignmentDisposable()
+            finished = [False]
+
+            def fire(_: abc.SchedulerBase, __: Any = None) -> None:
+                if finished[0]:
+                    return
+                finished[0] = True
+                upstream.dispose()
+                observer.on_next(_timeout_chunk(seconds))
+                observer.on_completed()
+
+            def arm() -> None:
+                timer.disposable = scheduler.schedule_relative(seconds, fire)
+
+            def on_next(chunk: ProcessedChunk) -> None:
+                if finished[0]:
+                    return
+                arm()
+                observer.on_next(chunk)
+
+            def on_error(exc: Exception) -> None:
+                finished[0] = True
+                timer.dispose()
+                observer.on_error(exc)
+
+            def on_completed() -> None:
+                finished[0] = True
+                timer.dispose()
+                observer.on_completed()
+
+            arm()
+            upstream.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            return CompositeDisposable(timer, upstream)
+
+        return Observable(subscribe)
+
+    return _op

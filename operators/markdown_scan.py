@@ -1,0 +1,856 @@
+"""Incremental scanner of the markdown a Discord message must not be cut inside (stages 05 and 07).
+
+Theory
+------
+Discord renders a markdown subset, and the end of a message acts like the end
+of the text: a fenced block cut in two shows its second half as prose, a
+masked link cut in two is two broken halves, a mention cut in two is plain
+digits. The live buffer manager (stage 05) and the message splitter (stage 07)
+both need to know, for every place a cut could go, whether it is safe and how
+good it is. This module answers that once, for both.
+
+``MarkdownScanner`` reads text left to right, in pieces of any size, and
+records *cut points* (``Cut``). Every decision waits until enough text has
+arrived to be final (the first characters of a line decide its kind, a
+whitespace run is judged at the character that ends it), so any chunking of
+the same text yields the same cut points. Work per character is constant: no
+rescan of earlier text.
+
+Cut points, best first (``Level``):
+
+* ``PARAGRAPH``: a whitespace run holding a blank line, or the end of a block
+  (the line after a closing fence, the line after the last row of a table);
+* ``LINE``: a whitespace run holding one line break;
+* ``SENTENCE``: whitespace after ``.``, ``!``, ``?`` or ``…`` (closing quotes,
+  brackets and emphasis markers may follow), or the place right after a CJK
+  full stop (``。！？``), which needs no whitespace;
+* ``WORD``: any other whitespace.
+
+A cut point spans a whitespace run: ``end`` is where the text before it ends,
+``start`` where the text after it begins. For runs with line breaks ``start``
+is after the last line break, so indentation stays with its line. Inside a
+fenced block the only cut points are line starts (``LINE``, carrying the
+``Fence`` to close before the cut and reopen after it); never right after the
+opening line nor right before the closing one (both would leave an empty block).
+
+No cut point is recorded
+
+* inside inline code (a backtick run up to the next run of the same length;
+  an unmatched run lasts until the next blank line),
+* inside ``<...>`` (mentions ``<@id>`` ``<@!id>`` ``<@&id>`` ``<#id>``, slash
+  commands ``</name sub:id>``, custom emoji, timestamps ``<t:1:R>``,
+  ``<https://...>``): from a ``<`` followed by a non-space up to ``>``, the end
+  of the line, or 256 characters,
+* inside a masked link ``[text](url)`` (up to 1024 characters, one line),
+* inside a table (consecutive lines starting with ``|``, but not ``||``: a
+  spoiler): a table is held whole,
+* between the words of a list item line (``- ``, ``* ``, ``+ ``, ``1. ``,
+  ``1) ``) until the line ends,
+* before a combining mark, zero-width joiner or variation selector (such a
+  cut would split a grapheme cluster).
+
+Bare URLs, ``@everyone`` and custom emoji hold no whitespace, so no cut point
+is ever inside one. Line kinds follow CommonMark where Discord agrees: a
+fence is a line starting (after any indentation) with three or more backticks
+(whose info string holds no backtick) or tildes, closed by a line of at least
+as many of the same character and nothing else. Three backticks in the
+middle of a line are treated as an inline code run, which is also
+conservative for Discord (which renders them as a block).
+
+The module also holds the pure helpers both stages share: grapheme cluster
+boundaries (``is_grapheme_boundary``), display width, the token pattern of
+things that must never be cut (``TOKEN_RE``, ``token_spans``) and the table
+renderer (``render_table``).
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "TOKEN_RE",
+    "Cut",
+    "Fence",
+    "FenceSpan",
+    "Level",
+    "MarkdownScanner",
+    "TableSpan",
+    "display_width",
+    "is_grapheme_boundary",
+    "render_table",
+    "token_spans",
+)
+
+import enum
+import re
+import unicodedata
+from typing import Final
+
+import attrs
+
+
+class Level(enum.IntEnum):
+    """How natural a cut point is; higher is better."""
+
+    WORD = 1
+    SENTENCE = 2
+    LINE = 3
+    PARAGRAPH = 4
+
+
+@attrs.frozen
+class Fence:
+    """An open fenced code block."""
+
+    opener: str
+    """The opening line as written (indentation and info string included, no line break)."""
+    char: str
+    """The fence character: ``"`"`` or ``"~"``."""
+    length: int
+    """How many fence characters opened the block; a closing line needs at least as many."""
+
+    @property
+    def marker(self) -> str:
+        """The fence characters of the opening line (``"```"``)."""
+        return self.char * self.length
+
+    @property
+    def close(self) -> str:
+        """Text appended to a piece cut inside the block: a line break, then the marker.
+
+        The line break is always added, so the close text can be removed
+        unambiguously; Discord drops blank lines at the end of a block.
+        """
+        return "\n" + self.marker
+
+    def reopen(self, limit: int) -> str:
+        """Text that starts the piece after a cut: the opening line (language kept) and a line break.
+
+        An opening line longer than a quarter of *limit* is replaced by the bare
+        marker (or by three fence characters when even the marker is that long),
+        so a piece always has room for content.
+        """
+        line = self.opener.strip()
+        if len(line) > limit // 4:
+            line = self.marker if self.length <= limit // 4 else self.char * 3
+        return line + "\n"
+
+
+@attrs.frozen
+class Cut:
+    """A place where text may be cut."""
+
+    end: int
+    """Where the text before the cut ends (before the whitespace of the cut)."""
+    start: int
+    """Where the text after the cut begins."""
+    level: Level
+    fence: Fence | None = None
+    """Set when the cut is inside a fenced block: close it before, reopen it after."""
+
+
+@attrs.frozen
+class TableSpan:
+    """A complete table: the text ``[start, end)`` (``end`` is after the last row's line break)."""
+
+    start: int
+    end: int
+
+
+@attrs.frozen
+class FenceSpan:
+    """Where a fenced block lies."""
+
+    start: int
+    """Start of the opening line."""
+    content_start: int
+    """Start of the first content line."""
+    end: int | None
+    """Start of the closing line; ``None`` while the block is open."""
+    fence: Fence
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Characters
+
+_ZWJ: Final = "\u200d"
+_TERMINATORS: Final = frozenset(".!?…")
+_CJK_TERMINATORS: Final = frozenset("。！？")
+_CLOSERS: Final = frozenset("\"')]*_~”’»」』")
+_PLAIN_RUN: Final = re.compile(r"[^\s`<>\[\]().!?…。！？\"')*_~”’»」』]+")
+"""Characters that change no scanner state beyond ``sentence = False``."""
+_ANGLE_MAX: Final = 256
+_LINK_MAX: Final = 1024
+_OL_RE: Final = re.compile(r"\d{1,9}[.)][ \t]")
+_OL_PREFIX_RE: Final = re.compile(r"\d{1,9}[.)]?")
+
+# Line kinds.
+_HEAD: Final = 0
+"""Not decided yet: the start of the line is buffered."""
+_PLAIN: Final = 1
+_LIST: Final = 2
+_ROW: Final = 3
+_QUOTE: Final = 4
+_CODE: Final = 5
+_OPEN_CAND: Final = 6
+"""Starts with three fence characters: decided at the line break (the info string matters)."""
+_CLOSE_CAND: Final = 7
+"""Inside a block, starts with enough fence characters: a closing line if nothing else follows."""
+_BLANK: Final = 8
+
+
+def _is_extend(c: str) -> bool:
+    """Whether *c* continues the grapheme cluster before it (combining mark, ZWJ, selector, modifier)."""
+    o = ord(c)
+    if o < 0x300:
+        return False
+    if c in "\u200c\u200d" or 0xFE00 <= o <= 0xFE0F or 0x1F3FB <= o <= 0x1F3FF or 0xE0020 <= o <= 0xE007F:
+        return True
+    return unicodedata.category(c) in ("Mn", "Me", "Mc")
+
+
+def _is_ri(c: str) -> bool:
+    return 0x1F1E6 <= ord(c) <= 0x1F1FF
+
+
+def _hangul(c: str) -> str:
+    o = ord(c)
+    if 0x1100 <= o <= 0x115F or 0xA960 <= o <= 0xA97C:
+        return "L"
+    if 0x1160 <= o <= 0x11A7 or 0xD7B0 <= o <= 0xD7C6:
+        return "V"
+    if 0x11A8 <= o <= 0x11FF or 0xD7CB <= o <= 0xD7FB:
+        return "T"
+    if 0xAC00 <= o <= 0xD7A3:
+        return "LV" if (o - 0xAC00) % 28 == 0 else "LVT"
+    return ""
+
+
+def is_grapheme_boundary(text: str, i: int) -> bool:
+    """Whether a cut between ``text[i - 1]`` and ``text[i]`` keeps every grapheme cluster whole.
+
+    A compact form of the Unicode rules (UAX #29) that matter for chat text:
+    CR LF, combining marks and other extenders, spacing marks, anything after
+    a zero-width joiner (emoji ZWJ sequences; a space after one may still be
+    cut), regional-indicator pairs (flags) and Hangul syllable sequences. The
+    ends of the text are boundaries.
+    """
+    if i <= 0 or i >= len(text):
+        return True
+    a, b = text[i - 1], text[i]
+    if a == "\r" and b == "\n":
+        return False
+    if _is_extend(b):
+        return False
+    if a == _ZWJ and not b.isspace():
+        return False
+    if _is_ri(a) and _is_ri(b):
+        run = 0
+        j = i - 1
+        while j >= 0 and _is_ri(text[j]):
+            run += 1
+            j -= 1
+        return run % 2 == 0
+    ha = _hangul(a)
+    if ha:
+        hb = _hangul(b)
+        if ha == "L" and hb in ("L", "V", "LV", "LVT"):
+            return False
+        if ha in ("LV", "V") and hb in ("V", "T"):
+            return False
+        if ha in ("LVT", "T") and hb == "T":
+            return False
+    return True
+
+
+def display_width(text: str) -> int:
+    """Columns *text* takes in a monospace font: wide East Asian characters count 2, marks 0."""
+    width = 0
+    for c in text:
+        if _is_extend(c) or unicodedata.category(c) == "Cf":
+            continue
+        width += 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    return width
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tokens
+
+TOKEN_RE: Final = re.compile(
+    r"<@[!&]?\d+>"  # user and role mentions
+    r"|<#\d+>"  # channel
+    r"|</[-\w]+(?: [-\w]+){0,2}:\d+>"  # slash command
+    r"|<a?:\w+:\d+>"  # custom emoji
+    r"|<t:-?\d+(?::[tTdDfFsSR])?>"  # timestamp
+    r"|<id:(?:customize|browse|guide|linked-roles)(?::\d+)?>"  # guild navigation
+    r"|<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]+>"  # <https://...>: a link without a preview
+    r"|\[[^\[\]\n]*\]\((?:<[^<>\n]*>|[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\)"  # masked link
+    r"|(?:https?|ftp)://[^\s<>]+"  # bare URL
+    r"|@everyone|@here"
+    r"|(?<!`)(`{1,2})(?!`)[^`\n]+?(?<!`)\1(?!`)"  # inline code
+)
+"""Text that must never be cut (Discord's message formats, URLs, masked links, inline code)."""
+
+
+def token_spans(text: str, fences: list[FenceSpan] | None = None) -> list[tuple[int, int]]:
+    """Sorted, disjoint ``(start, end)`` spans of ``TOKEN_RE`` matches in *text*, outside fenced blocks."""
+    blocks = [(f.start, len(text) if f.end is None else f.end) for f in fences or ()]
+    spans: list[tuple[int, int]] = []
+    k = 0
+    for match in TOKEN_RE.finditer(text):
+        start, end = match.span()
+        while k < len(blocks) and blocks[k][1] <= start:
+            k += 1
+        if k < len(blocks) and blocks[k][0] <= start:
+            continue
+        if spans and start < spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tables
+
+_DELIMITER_CELL: Final = re.compile(r":?-+:?")
+_CELL_SPLIT: Final = re.compile(r"(?<!\\)\|")
+_BOLD: Final = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _cells(line: str) -> list[str]:
+    row = line.strip()
+    if row.startswith("|"):
+        row = row[1:]
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return [cell.strip() for cell in _CELL_SPLIT.split(row)]
+
+
+def _clean_cell(cell: str) -> str:
+    # Inside a code block markdown shows literally: drop the common markers, and every
+    # backtick, which could otherwise close the block.
+    return _BOLD.sub(r"\1", cell).replace("\\|", "|").replace("`", "")
+
+
+def render_table(table: str) -> str | None:
+    r"""Render a markdown table as a monospace code block with aligned columns.
+
+    Discord does not render markdown tables. A table (header row, delimiter
+    row such as ``|---|:--:|``, body rows) becomes a fenced block without a
+    language::
+
+        Name  | Age
+        ------+----
+        Alice |  30
+
+    Columns are padded to their widest cell (``display_width``: wide CJK
+    characters count two) and aligned as the delimiter row says (``:-`` left,
+    the default, ``-:`` right, ``:-:`` centre). Outer pipes are dropped,
+    ``**bold**`` markers, backticks and ``\|`` escapes are removed from cells,
+    trailing spaces are trimmed, and a row with fewer cells is padded. A
+    trailing line break of *table* is kept after the block.
+
+    Returns:
+        The block, or ``None`` when *table* is not a table (fewer than two rows,
+        or a second row that is not a delimiter row): it is then sent as written.
+    """
+    trailing = "\n" if table.endswith("\n") else ""
+    lines = table[: len(table) - len(trailing)].split("\n")
+    if len(lines) < 2:
+        return None
+    delimiter = _cells(lines[1])
+    if not delimiter or not all(_DELIMITER_CELL.fullmatch(cell) for cell in delimiter):
+        return None
+    rows = [[_clean_cell(cell) for cell in _cells(line)] for line in [lines[0], *lines[2:]]]
+    columns = max(len(row) for row in rows)
+    for row in rows:
+        row.extend([""] * (columns - len(row)))
+    widths = [max(display_width(row[c]) for row in rows) for c in range(columns)]
+    aligns = [
+        ("c" if cell.startswith(":") and cell.endswith(":") else "r" if cell.endswith(":") else "l")
+        for cell in delimiter
+    ]
+    aligns.extend(["l"] * (columns - len(aligns)))
+
+    def fit(cell: str, width: int, align: str) -> str:
+        pad = width - display_width(cell)
+        if align == "r":
+            return " " * pad + cell
+        if align == "c":
+            return " " * (pad // 2) + cell + " " * (pad - pad // 2)
+        return cell + " " * pad
+
+    out = [" | ".join(fit(row[c], widths[c], aligns[c]) for c in range(columns)).rstrip() for row in rows]
+    out.insert(1, "-+-".join("-" * max(width, 1) for width in widths))
+    return "```\n" + "\n".join(out) + "\n```" + trailing
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The scanner
+
+
+def _run_len(text: str, char: str) -> int:
+    return len(text) - len(text.lstrip(char))
+
+
+@attrs.define
+class MarkdownScanner:
+    """Reads text incrementally and records the places where it may be cut.
+
+    Feed text with ``feed`` (any chunking), call ``finish`` once at the end.
+    Consumers read and may clear ``cuts`` and ``tables`` as they go; the
+    scanner only appends to them. Positions count characters of the text fed.
+    """
+
+    cuts: list[Cut] = attrs.field(factory=list)
+    """Cut points, in increasing position order."""
+    tables: list[TableSpan] = attrs.field(factory=list)
+    """Tables completed so far."""
+    fences: list[FenceSpan] = attrs.field(factory=list)
+    """Fenced blocks seen so far (the last one may still be open)."""
+    fence: Fence | None = None
+    """The fenced block open at the end of the text fed (decided at each opening line's line break)."""
+    quote_from: int | None = None
+    """Start of the first ``>>> `` line outside code: everything after it is quoted."""
+    table_start: int | None = None
+    """Start of the table being read, if any."""
+    pos: int = 0
+    """Characters processed (buffered line starts and fence lines are not yet counted)."""
+    fed: int = 0
+    """Characters fed."""
+
+    _kind: int = _HEAD
+    _line_start: int = 0
+    _head_ws: list[str] = attrs.field(factory=list)
+    _head: str = ""
+    _line: list[str] = attrs.field(factory=list)
+    _content_start: int = 0
+    _seen: bool = False
+    # The whitespace run being read (``_ws_start`` < 0: none).
+    _ws_start: int = -1
+    _ws_nl: int = 0
+    _ws_last_nl: int = 0
+    _ws_ok: bool = False
+    _ws_sentence: bool = False
+    _ws_block: bool = False
+    # Inline state.
+    _code: int = 0
+    _ticks: int = 0
+    _angle: int = -1
+    _angle_pending: bool = False
+    _bracket: int = 0
+    _paren: int = 0
+    _after_bracket: bool = False
+    _link: int = 0
+    _sentence: bool = False
+    _cjk: bool = False
+
+    # -- public --------------------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> None:
+        """Scan *text*, the continuation of everything fed before."""
+        self.fed += len(text)
+        i, n = 0, len(text)
+        while i < n:
+            kind = self._kind
+            if kind == _HEAD:
+                i = self._feed_head(text, i, n)
+            elif kind == _CODE:
+                j = text.find("\n", i)
+                if j < 0:
+                    self.pos += n - i
+                    return
+                self.pos += j - i
+                self._next_line()
+                i = j + 1
+            elif kind in (_OPEN_CAND, _CLOSE_CAND):
+                j = text.find("\n", i)
+                if j < 0:
+                    self._line.append(text[i:])
+                    return
+                self._line.append(text[i:j])
+                i = j + 1
+                self._end_fence_line(eof=False)
+            else:
+                i = self._feed_inline(text, i, n)
+
+    def finish(self) -> None:
+        """The text is complete: settle what was waiting for more (the last line, a table at the end)."""
+        if self._kind == _HEAD and (self._head or self._head_ws):
+            kind = self._classify(complete=True)
+            if kind == _BLANK:
+                self.pos += len(self._head_ws)
+                self._head_ws.clear()
+            else:
+                self._start_line(kind)
+        if self._kind in (_OPEN_CAND, _CLOSE_CAND):
+            self._end_fence_line(eof=True)
+        if self._ticks:
+            self._settle_ticks()
+        if self.table_start is not None:
+            self._end_table(self.pos)
+
+    @property
+    def in_code(self) -> bool:
+        """Whether a character fed next (not a backtick) would be inside code (fenced or inline)."""
+        if self.fence is not None or self._kind == _OPEN_CAND:
+            return True
+        if self._kind == _HEAD and self._head:
+            head = self._head
+            if head[0] in "`~" and _run_len(head, head[0]) == len(head):
+                if len(head) >= 3:
+                    return True
+                if head[0] == "`":
+                    return self._code_after(len(head)) > 0
+        return self._code_after(self._ticks) > 0
+
+    def tail_cut(self) -> Cut | None:
+        """The cut at the very end of the text fed, when it ends in a whitespace run where a cut is safe."""
+        if self.fence is not None or self._kind in (_OPEN_CAND, _CLOSE_CAND) or self._head:
+            return None
+        if self._ws_start < 0:
+            return None
+        if self._ws_nl == 0:
+            ok = self._ws_ok
+            level = Level.SENTENCE if self._ws_sentence else Level.WORD
+        else:
+            # A line break inside a table may be followed by another row.
+            ok = self.table_start is None and not self._code
+            level = Level.PARAGRAPH if self._ws_nl >= 2 or self._ws_block else Level.LINE
+        return Cut(self._ws_start, self.fed, level) if ok else None
+
+    # -- lines ---------------------------------------------------------------------------------------------
+
+    def _feed_head(self, text: str, i: int, n: int) -> int:
+        while i < n:
+            c = text[i]
+            if c == "\n":
+                kind = self._classify(complete=True)
+                if kind == _BLANK:
+                    self._blank_line()
+                    return i + 1
+                self._start_line(kind)
+                return i
+            if not self._head and c.isspace():
+                self._head_ws.append(c)
+            else:
+                self._head += c
+                kind = self._classify(complete=False)
+                if kind >= 0:
+                    self._start_line(kind)
+                    return i + 1
+            i += 1
+        return i
+
+    def _classify(self, *, complete: bool) -> int:
+        """The kind of the current line from its start, or -1 while undecided."""
+        s = self._head
+        fence = self.fence
+        if fence is not None:
+            if not s:
+                return _CODE if complete else -1
+            if s[0] != fence.char:
+                return _CODE
+            run = _run_len(s, fence.char)
+            if run >= fence.length:
+                return _CLOSE_CAND
+            return -1 if run == len(s) and not complete else _CODE
+        if not s:
+            return _BLANK if complete else -1
+        c = s[0]
+        if c in "`~":
+            run = _run_len(s, c)
+            if run >= 3:
+                return _OPEN_CAND
+            return -1 if run == len(s) and not complete else _PLAIN
+        if c == "|":
+            if len(s) == 1:
+                return _ROW if complete else -1
+            return _PLAIN if s[1] == "|" else _ROW
+        if c in "-*+":
+            if len(s) == 1:
+                return _PLAIN if complete else -1
+            return _LIST if s[1] in " \t" else _PLAIN
+        if "0" <= c <= "9":
+            if _OL_RE.match(s):
+                return _LIST
+            return -1 if not complete and _OL_PREFIX_RE.fullmatch(s) else _PLAIN
+        if c == ">":
+            if len(s) > 3 and s.startswith(">>>"):
+                return _QUOTE if s[3] in " \t" else _PLAIN
+            return -1 if not complete and ">>>".startswith(s) else _PLAIN
+        return _PLAIN
+
+    def _start_line(self, kind: int) -> None:
+        start = self._line_start
+        ws = "".join(self._head_ws)
+        head = self._head
+        self._head_ws.clear()
+        self._head = ""
+        if kind == _CODE:
+            if start > self._content_start:
+                self.cuts.append(Cut(start, start, Level.LINE, self.fence))
+            self._kind = _CODE
+            self.pos = start + len(ws) + len(head)
+            return
+        if kind == _CLOSE_CAND:
+            self._kind = kind
+            self._line = [ws, head]
+            return
+        in_table = self.table_start is not None
+        if kind == _ROW:
+            if not in_table:
+                self.table_start = start
+        elif in_table:
+            self._end_table(start)
+        self.pos = start + len(ws)
+        if kind == _OPEN_CAND:
+            if self._ws_start >= 0:
+                self._confirm(head[0])
+            self._seen = True
+            self._kind = kind
+            self._line = [ws, head]
+            return
+        if kind == _QUOTE and self.quote_from is None:
+            self.quote_from = start
+        self._kind = kind
+        self._feed_inline(head, 0, len(head))
+
+    def _blank_line(self) -> None:
+        """A line holding only whitespace, outside a fenced block: a paragraph break."""
+        self.pos = self._line_start + len(self._head_ws)
+        self._head_ws.clear()
+        self._code = 0
+        if self.table_start is not None:
+            self._end_table(self._line_start)
+        self._newline()
+
+    def _end_table(self, end: int) -> None:
+        assert self.table_start is not None
+        self.tables.append(TableSpan(self.table_start, end))
+        self.table_start = None
+        self._ws_block = True
+
+    def _end_fence_line(self, *, eof: bool) -> None:
+        line = "".join(self._line)
+        self._line = []
+        start = self._line_start
+        body = line.lstrip()
+        if self._kind == _OPEN_CAND:
+            char = body[0]
+            run = _run_len(body, char)
+            if char == "`" and "`" in body[run:]:
+                # Not a fence: backticks in the info string. Read the line as prose.
+                self._kind = _PLAIN
+                self._feed_inline(body, 0, len(body))
+                if not eof:
+                    self._newline()
+                return
+            fence = Fence(line.rstrip(), char, run)
+            self.fence = fence
+            self.pos = start + len(line) + (0 if eof else 1)
+            self._content_start = self.pos
+            self.fences.append(FenceSpan(start, self.pos, None, fence))
+            self._code = self._ticks = 0
+            self._ws_start = -1
+            self._kind = _HEAD
+            self._line_start = self.pos
+            return
+        open_fence = self.fence
+        assert open_fence is not None
+        run = _run_len(body, open_fence.char)
+        self.pos = start + len(line)
+        if run >= open_fence.length and not body[run:].strip():
+            self.fences[-1] = attrs.evolve(self.fences[-1], end=start)
+            self.fence = None
+            self._ws_start = start + len(line.rstrip())
+            self._ws_nl = 0
+            self._ws_block = True
+            self._ws_ok = False
+            self._ws_sentence = False
+            if not eof:
+                self._newline()
+            return
+        if start > self._content_start:
+            self.cuts.append(Cut(start, start, Level.LINE, open_fence))
+        self._kind = _CODE
+        if not eof:
+            self._next_line()
+
+    def _next_line(self) -> None:
+        """A line break inside a fenced block."""
+        self.pos += 1
+        self._kind = _HEAD
+        self._line_start = self.pos
+
+    def _newline(self) -> None:
+        """A line break outside a fenced block (``pos`` is at it)."""
+        p = self.pos
+        if self._ticks:
+            self._settle_ticks()
+        if self._ws_start < 0 and self._seen:
+            self._start_run(p)
+        if self._ws_start >= 0:
+            self._ws_nl += 1
+            self._ws_last_nl = p + 1
+        self._angle = -1
+        self._angle_pending = self._after_bracket = False
+        self._bracket = self._paren = 0
+        self._cjk = False
+        self.pos = p + 1
+        self._kind = _HEAD
+        self._line_start = p + 1
+
+    # -- inline --------------------------------------------------------------------------------------------
+
+    def _feed_inline(self, text: str, i: int, n: int) -> int:
+        """Scan a prose line from ``text[i]``; return after its line break or at the end of *text*."""
+        while i < n:
+            c = text[i]
+            if c == "\n":
+                self._newline()
+                return i + 1
+            match = _PLAIN_RUN.match(text, i)
+            if match is not None:
+                j = match.end()
+                self._char(c)
+                rest = j - i - 1
+                if rest:
+                    self._sentence = self._cjk = False
+                    if self._angle >= 0:
+                        self._angle += rest
+                        if self._angle > _ANGLE_MAX:
+                            self._angle = -1
+                    if self._bracket or self._paren:
+                        self._grow_link(rest)
+                self.pos += j - i
+                i = j
+                continue
+            if c.isspace():
+                self._space()
+            else:
+                self._char(c)
+            self.pos += 1
+            i += 1
+        return i
+
+    def _can_cut(self) -> bool:
+        return not (
+            self._code
+            or self._ticks
+            or self._angle >= 0
+            or self._angle_pending
+            or self._bracket
+            or self._paren
+            or self._kind in (_LIST, _ROW)
+        )
+
+    def _start_run(self, p: int) -> None:
+        self._ws_start = p
+        self._ws_nl = 0
+        self._ws_ok = self._can_cut()
+        self._ws_sentence = self._sentence
+        self._ws_block = False
+
+    def _space(self) -> None:
+        if self._ticks:
+            self._settle_ticks()
+        self._angle_pending = self._after_bracket = False
+        if self._angle >= 0:
+            self._angle += 1
+            if self._angle > _ANGLE_MAX:
+                self._angle = -1
+        if self._bracket or self._paren:
+            self._grow_link(1)
+        if self._ws_start < 0 and self._seen:
+            self._start_run(self.pos)
+        self._cjk = False
+
+    def _confirm(self, c: str) -> None:
+        """The whitespace run ends at ``self.pos`` with the character *c*: record its cut if safe."""
+        a = self._ws_start
+        self._ws_start = -1
+        if self._ws_nl == 0:
+            if self._ws_ok and not _is_extend(c):
+                level = Level.SENTENCE if self._ws_sentence else Level.WORD
+                self.cuts.append(Cut(a, self.pos, level))
+            return
+        if self.table_start is not None and self.table_start < self._line_start:
+            return
+        if self._code:
+            return
+        level = Level.PARAGRAPH if self._ws_nl >= 2 or self._ws_block else Level.LINE
+        self.cuts.append(Cut(a, self._ws_last_nl, level))
+
+    def _char(self, c: str) -> None:
+        """One non-whitespace character at ``self.pos``."""
+        if self._ws_start >= 0:
+            self._confirm(c)
+        elif self._cjk and c not in _CLOSERS and not _is_extend(c) and self._can_cut():
+            self.cuts.append(Cut(self.pos, self.pos, Level.SENTENCE))
+        self._seen = True
+        if c == "`":
+            self._ticks += 1
+            self._sentence = self._cjk = False
+            return
+        if self._ticks:
+            self._settle_ticks()
+        self._cjk = c in _CJK_TERMINATORS
+        if c in _TERMINATORS:
+            self._sentence = True
+        elif c not in _CLOSERS:
+            self._sentence = False
+        if self._code:
+            return
+        if self._angle_pending:
+            self._angle_pending = False
+            if c not in "<>":
+                self._angle = 0
+        if self._angle >= 0:
+            if c == ">":
+                self._angle = -1
+            else:
+                self._angle += 1
+                if self._angle > _ANGLE_MAX:
+                    self._angle = -1
+        elif c == "<":
+            self._angle_pending = True
+        if self._after_bracket:
+            self._after_bracket = False
+            if c == "(":
+                self._paren = 1
+                self._grow_link(1)
+                return
+        if self._paren:
+            if c == "(":
+                self._paren += 1
+            elif c == ")":
+                self._paren -= 1
+            self._grow_link(1)
+        elif c == "[":
+            if not self._bracket:
+                self._link = 0
+            self._bracket += 1
+            self._grow_link(1)
+        elif self._bracket:
+            if c == "]":
+                self._bracket -= 1
+                self._after_bracket = self._bracket == 0
+            self._grow_link(1)
+
+    def _grow_link(self, count: int) -> None:
+        self._link += count
+        if self._link > _LINK_MAX:
+            self._bracket = self._paren = 0
+            self._after_bracket = False
+
+    def _code_after(self, ticks: int) -> int:
+        """Inline code state once a pending backtick run of *ticks* ends."""
+        if not ticks:
+            return self._code
+        if not self._code:
+            return ticks
+        return 0 if self._code == ticks else self._code
+
+    def _settle_ticks(self) -> None:
+        self._code = self._code_after(self._ticks)
+        self._ticks = 0

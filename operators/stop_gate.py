@@ -1,0 +1,119 @@
+"""Stage 04 stop signals: ``take_until`` on the stop subject, plus the signal itself.
+
+A graceful stop must still tell the orchestrator *which* stop ended the
+stream (a user stop flushes, an interrupt discards), so the gate has
+``take_until(stops)`` semantics and then emits the stop signal as its last
+item.
+
+It is written out rather than composed from ``ops.take_until`` for one
+reason: stops are often raised *from inside* the chain while a chunk is
+still moving through it (the flusher hitting its cap, a test firing a stop
+right after chunk N was routed). ``take_until`` would complete the stream
+re-entrantly, in the middle of that chunk's delivery, and downstream stages
+would see the completion before the rest of the chunk. The gate instead
+defers a stop that arrives while it is delivering a chunk until that
+delivery returns, so a stop always lands *between* two chunks.
+
+Hard kills are not handled here (they dispose the whole chain at once; see
+``operators.collect_result``), so the gate ignores ``StopKind.KILL``.
+"""
+
+from __future__ import annotations
+
+__all__ = ("stop_gate",)
+
+from reactivex import Observable, abc
+from reactivex import operators as ops
+from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
+
+from pipeline.types import Operator, ProcessedChunk, StopKind, StopSignal
+
+
+def _not_kill(signal: StopSignal) -> bool:
+    return signal.kind is not StopKind.KILL
+
+
+class _Gate:
+    """Per-subscription state of one gate."""
+
+    __slots__ = ("busy", "done", "observer", "pending", "upstream")
+
+    def __init__(self, observer: abc.ObserverBase[ProcessedChunk | StopSignal]) -> None:
+        self.observer = observer
+        self.busy = 0
+        self.done = False
+        self.pending: StopSignal | None = None
+        self.upstream = CompositeDisposable()
+
+    def finish(self, signal: StopSignal | None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.upstream.dispose()
+        if signal is not None:
+            self.observer.on_next(signal)
+        self.observer.on_completed()
+
+    def on_stop(self, signal: StopSignal) -> None:
+        if self.busy:
+            self.pending = self.pending or signal
+        else:
+            self.finish(signal)
+
+    def on_next(self, chunk: ProcessedChunk) -> None:
+        if self.done:
+            return
+        self.busy += 1
+        try:
+            self.observer.on_next(chunk)
+        finally:
+            self.busy -= 1
+        if self.pending is not None and not self.busy:
+            self.finish(self.pending)
+
+    def on_error(self, exc: Exception) -> None:
+        if not self.done:
+            self.done = True
+            self.upstream.dispose()
+            self.observer.on_error(exc)
+
+    def on_completed(self) -> None:
+        self.finish(self.pending)
+
+
+def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, ProcessedChunk | StopSignal]:
+    """Pass chunks until a stop arrives, then emit that stop and complete.
+
+    .. marble::
+        -a-b-c-d-|
+        ----s--------         stops
+        [ stop_gate(stops) ]
+        -a-b(s,|)             the source is disposed at the stop
+
+    Args:
+        stops: The stream's stop subject (a ``ReplaySubject(1)``, so a stop sent
+            before subscription is not lost).
+
+    Returns:
+        An operator emitting the source's chunks, then at most one ``StopSignal``.
+    """
+    graceful = stops.pipe(ops.filter(_not_kill), ops.take(1))
+
+    def _op(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk | StopSignal]:
+        def subscribe(
+            observer: abc.ObserverBase[ProcessedChunk | StopSignal],
+            scheduler: abc.SchedulerBase | None = None,
+        ) -> abc.DisposableBase:
+            gate = _Gate(observer)
+            stop_subscription = SingleAssignmentDisposable()
+            gate.upstream.add(stop_subscription)
+            stop_subscription.disposable = graceful.subscribe(gate.on_stop, scheduler=scheduler)
+            if not gate.done:
+                gate.upstream.add(
+                    source.subscribe(gate.on_next, gate.on_error, gate.on_completed, scheduler=scheduler)
+                )
+            return gate.upstream
+
+        return Observable(subscribe)
+
+    return _op

@@ -1,0 +1,181 @@
+"""Stage 07 glue: from a segment to Discord messages through a ``DiscordSink``.
+
+For each segment this plans the messages (mention resolution, the
+2000-code-point split, payloads with an explicit ``allowed_mentions``, the
+reply reference on the first message only, a nonce per message for
+idempotent retries) and returns an observable that sends them in order, one
+at a time, with the humanizer's pacing as timers on the injected scheduler
+(so a stop interrupts a pending delay at once: disposal cancels the timer).
+
+It is the only place that turns sink failures into internal stops:
+403 missing access -> ``missing_access``, 404 unknown channel ->
+``channel_deleted``, the per-turn message cap -> ``send_message_limit``.
+After such a stop nothing more is sent.
+"""
+
+from __future__ import annotations
+
+__all__ = ("DiscordDelivery",)
+
+import random
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import reactivex
+from loguru import logger
+from reactivex import Observable, abc
+from reactivex import operators as ops
+
+from operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
+from operators.split_message import split_message
+from pipeline.aio import from_coro
+from pipeline.config import StreamConfig, StreamContext
+from pipeline.errors import DiscordStopError
+from pipeline.state import Delivery, Segment, SentMessage, TypingPulse
+from pipeline.types import SegmentKind, StopKind, StopSignal
+from sinks.base import DiscordSink
+
+_log = logger.bind(stage="07-delivery")
+
+_TYPING_SECONDS_PER_CHAR = 0.015
+_TYPING_CAP = 4.0
+
+
+@attrs.define
+class DiscordDelivery:
+    """Delivers one stream's segments to one Discord target (per stream: it counts messages)."""
+
+    sink: DiscordSink
+    context: StreamContext
+    config: StreamConfig
+    stops: abc.ObserverBase[StopSignal] | None = None
+    resolver: MentionResolver | None = None
+    nonce_prefix: str = attrs.field(factory=lambda: secrets.token_hex(6))
+    planned: int = 0
+    """Messages planned so far (numbers the nonces; the first carries the reply)."""
+    delivered: int = 0
+    """Messages Discord accepted."""
+    typing_calls: int = 0
+    stopped: StopKind | None = None
+    _rng: random.Random = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._rng = random.Random(self.config.render.seed)
+
+    def send(self, item: Segment | TypingPulse) -> Observable[Delivery]:
+        """The observable that delivers *item* (lazy: nothing happens until subscribed)."""
+        if isinstance(item, TypingPulse):
+            if self.stopped is not None:
+                return reactivex.just(Delivery())
+            return from_coro(self._typing)
+        if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
+            return reactivex.just(Delivery(segment=item))
+        steps = self._steps(item)
+        return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(item)))
+
+    def payloads(self, segment: Segment) -> list[dict[str, Any]]:
+        """The message payloads for *segment* (pure planning; no I/O)."""
+        if segment.kind is SegmentKind.ERROR_EMBED:
+            return [self._payload({"embeds": [dict(segment.embed or {})]}, users=())]
+        text, users = resolve_mentions(segment.text, self.resolver)
+        out: list[dict[str, Any]] = []
+        if self.planned == 0 and self.context.uses_webhook and self.context.reply_to_message_id:
+            out.append(self._payload({"content": self._reply_notice()}, users=()))
+        for piece in split_message(text, self.config.message_limit):
+            out.append(self._payload({"content": piece}, users=users))
+        return out
+
+    def _steps(self, segment: Segment) -> list[Observable[SentMessage | None]]:
+        steps: list[Observable[SentMessage | None]] = []
+        paced = self.config.render.paced_messages and self.config.delivery.value == "live"
+        for index, payload in enumerate(self.payloads(segment)):
+            if paced and (self.delivered > 0 or index > 0):
+                steps.append(self._pause(len(payload.get("content", ""))))
+            steps.append(from_coro(_Send(self, payload)))
+        return steps
+
+    def _pause(self, length: int) -> Observable[SentMessage | None]:
+        # Typing, then a delay scaled to the message length plus a seeded random pause.
+        delay = min(_TYPING_CAP, length * _TYPING_SECONDS_PER_CHAR) + self._rng.uniform(0.0, 0.6)
+        typing: Observable[Any] = from_coro(self._typing)
+        wait: Observable[Any] = reactivex.timer(delay)
+        return reactivex.concat(typing, wait).pipe(ops.ignore_elements())
+
+    def _payload(self, body: Mapping[str, Any], *, users: tuple[str, ...]) -> dict[str, Any]:
+        payload = dict(body)
+        ctx = self.context
+        first = self.planned == 0
+        payload["allowed_mentions"] = allowed_mentions(
+            users, allow_everyone=self.config.allow_everyone, allow_roles=self.config.allow_roles
+        )
+        if ctx.uses_webhook:
+            if ctx.persona_username:
+                payload["username"] = ctx.persona_username
+            if ctx.persona_avatar_url:
+                payload["avatar_url"] = ctx.persona_avatar_url
+        else:
+            payload["nonce"] = f"{self.nonce_prefix}{self.planned:05d}"[:25]
+            payload["enforce_nonce"] = True
+            if first and ctx.reply_to_message_id:
+                payload["message_reference"] = {
+                    "message_id": ctx.reply_to_message_id,
+                    "fail_if_not_exists": False,
+                }
+        self.planned += 1
+        return payload
+
+    def _reply_notice(self) -> str:
+        ctx = self.context
+        guild = ctx.guild_id or "@me"
+        return (
+            f"-# ↪ reply to https://discord.com/channels/{guild}/{ctx.channel_id}/{ctx.reply_to_message_id}"
+        )
+
+    async def _typing(self) -> Delivery:
+        self.typing_calls += 1
+        try:
+            await self.sink.trigger_typing(self.context)
+        except DiscordStopError as exc:
+            self._stop(exc.stop_kind)
+        return Delivery(typing=1)
+
+    async def _send_one(self, payload: Mapping[str, Any]) -> SentMessage | None:
+        if self.stopped is not None:
+            return None
+        if self.delivered >= self.config.max_messages:
+            self._stop(StopKind.SEND_MESSAGE_LIMIT)
+            return None
+        try:
+            sent = await self.sink.create_message(self.context, payload)
+        except DiscordStopError as exc:
+            self._stop(exc.stop_kind)
+            return None
+        self.delivered += 1
+        return sent
+
+    def _stop(self, kind: StopKind) -> None:
+        if self.stopped is not None:
+            return
+        self.stopped = kind
+        _log.warning("delivery stopped: {kind}", kind=kind.value)
+        if self.stops is not None:
+            self.stops.on_next(StopSignal(kind, "delivery"))
+
+
+@attrs.frozen
+class _Send:
+    delivery: DiscordDelivery
+    payload: Mapping[str, Any]
+
+    async def __call__(self) -> SentMessage | None:
+        return await self.delivery._send_one(self.payload)
+
+
+@attrs.frozen
+class _Pack:
+    segment: Segment
+
+    def __call__(self, sent: list[SentMessage | None]) -> Delivery:
+        return Delivery(segment=self.segment, messages=tuple(m for m in sent if m is not None))

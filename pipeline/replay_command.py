@@ -1,0 +1,162 @@
+"""``rxcord replay``: serve a capture on 127.0.0.1, run the full chain, report the result."""
+
+from __future__ import annotations
+
+__all__ = ("ReplayOptions", "replay_command", "run_replay")
+
+import argparse
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import attrs
+
+from pipeline.config import StreamConfig, StreamContext
+from pipeline.errors import InputError
+from pipeline.replay import Chunking, ReplayServer
+from pipeline.report import report_from_result, to_json_obj
+from pipeline.request import ChatRequest, Message, ToolSpec
+from pipeline.run import StreamJob, TapFactory, run_stream
+from pipeline.state import StreamResult
+from pipeline.stops import StopHandle
+from pipeline.types import DeliveryMode, StopKind
+from providers.registry import default_registry
+from providers.ssrf import SsrfGuard
+from providers.transport import TransportConfig
+from sinks.base import DiscordSink
+
+REPLAY_MODEL = "replay-model"
+"""The model name replays ask for (the capture decides what comes back)."""
+
+
+@attrs.frozen(kw_only=True)
+class ReplayOptions:
+    """Everything ``rxcord replay`` takes, as values."""
+
+    capture: Path
+    provider: str
+    status: int = 200
+    content_type: str | None = None
+    tools: tuple[str, ...] = ()
+    delivery: DeliveryMode = DeliveryMode.AGGREGATED
+    sink: str = "emulator"
+    chunking: Chunking = Chunking()
+    stop: tuple[StopKind, int] | None = None
+    pace_ms: float = 0.0
+    config: StreamConfig | None = None
+    """Overrides the stream configuration (tests, notebooks)."""
+
+
+@attrs.frozen(kw_only=True)
+class ReplayOutcome:
+    """A replay's result and what the replay server saw."""
+
+    result: StreamResult
+    connection_closed: bool
+    requests: int
+
+
+async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``rxcord replay`` from parsed arguments; return the JSON report."""
+    options = ReplayOptions(
+        capture=Path(args.capture),
+        provider=args.provider,
+        status=args.status,
+        content_type=args.content_type,
+        tools=tuple(name.strip() for name in args.tools.split(",") if name.strip()),
+        delivery=DeliveryMode(args.delivery),
+        sink=args.sink,
+        chunking=Chunking(size=args.chunk_bytes, seed=args.random_chunks),
+        stop=args.stop,
+        pace_ms=args.pace,
+    )
+    outcome = await run_replay(options)
+    return to_json_obj(report_from_result(outcome.result, connection_closed=outcome.connection_closed))
+
+
+def _content_type(options: ReplayOptions) -> str:
+    if options.content_type:
+        return options.content_type
+    return "application/json" if options.capture.suffix == ".json" else "text/event-stream"
+
+
+async def run_replay(options: ReplayOptions) -> ReplayOutcome:
+    """Replay *options.capture* through the full pipeline."""
+    if not options.capture.is_file():
+        raise InputError(f"capture not found: {options.capture}")
+    registry = default_registry()
+    if options.provider not in registry.names():
+        raise InputError(f"unknown provider {options.provider!r} (known: {', '.join(registry.names())})")
+    adapter_options: dict[str, Any] = {}
+    if options.provider == "custom":
+        adapter_options = {
+            "tool_names": frozenset(options.tools),
+            "verbatim_tool_calling": bool(options.tools),
+        }
+    adapter = registry.create(options.provider, **adapter_options)
+    chat = ChatRequest(
+        model=REPLAY_MODEL,
+        messages=(Message.user("replay"),),
+        tools=tuple(ToolSpec(name=name) for name in options.tools),
+    )
+    server = ReplayServer(
+        body=options.capture.read_bytes(),
+        status=options.status,
+        content_type=_content_type(options),
+        chunking=options.chunking,
+        pace=options.pace_ms / 1000.0,
+    )
+    config = options.config or StreamConfig(delivery=options.delivery)
+    transport = TransportConfig(
+        ssrf_guard=SsrfGuard(allow_loopback=True) if options.provider == "custom" else None,
+        transient_retries=0,
+    )
+    async with server, _sink(options.sink) as sink:
+        http = adapter.build_request(chat, base_url=server.base_url, api_key="replay-key", stream=True)
+        job = StreamJob(
+            adapter=adapter,
+            request=http,
+            sink=sink,
+            context=StreamContext(channel_id="100000000000000001"),
+            config=config,
+            transport=transport,
+        )
+        tap: TapFactory | None = None
+        if options.stop is not None:
+            tap = _stop_tap(*options.stop)
+        result = await run_stream(job, tap=tap, nonce_prefix="replay")
+        if server.requests and not server.requests[-1].completed:
+            with contextlib.suppress(TimeoutError):
+                await server.wait_finished(timeout=2.0 + options.pace_ms / 1000.0 * 2)
+        closed = any(served.closed_early for served in server.requests)
+        return ReplayOutcome(result=result, connection_closed=closed, requests=len(server.requests))
+
+
+def _stop_tap(kind: StopKind, count: int) -> TapFactory:
+    from operators.stop_after import stop_after
+
+    def factory(handle: StopHandle) -> Any:
+        return stop_after(count, kind, handle.subject)
+
+    return factory
+
+
+@contextlib.asynccontextmanager
+async def _sink(kind: str) -> AsyncIterator[DiscordSink]:
+    if kind == "memory":
+        from sinks.memory import MemorySink
+
+        yield MemorySink()
+        return
+    from sinks.emulator import DiscordEmulator, EmulatorConfig
+    from sinks.rest import RestSink
+
+    emulator = DiscordEmulator(EmulatorConfig())
+    base_url = await emulator.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield RestSink(base_url, emulator.config.token, session=session)
+    finally:
+        await emulator.close()

@@ -1,0 +1,152 @@
+"""Run one stream: wire a provider source, the chain and a Discord sink, and await the result.
+
+This is the one awaitable entry point. It injects the ``AsyncIOScheduler``
+once (through ``pipeline.aio.drain``), binds a stream id and the channel to
+every log line, and makes sure the stream's stop handle is released.
+"""
+
+from __future__ import annotations
+
+__all__ = ("StreamJob", "build_stream", "run_stream", "stream_to_discord")
+
+import secrets
+from collections.abc import Callable
+
+import aiohttp
+import attrs
+from loguru import logger
+from reactivex import Observable
+
+from operators.mentions import MentionResolver
+from pipeline.aio import drain
+from pipeline.chain import build_chain
+from pipeline.config import StreamConfig, StreamContext
+from pipeline.delivery import DiscordDelivery
+from pipeline.request import ChatRequest
+from pipeline.state import StreamResult, StreamState
+from pipeline.stops import StopHandle, StopRegistry
+from pipeline.types import Operator
+from providers.base import HttpRequest, ProviderAdapter
+from providers.transport import TransportConfig, TransportStats, stream_source
+from sinks.base import DiscordSink
+
+TapFactory = Callable[[StopHandle], Operator[StreamState, StreamState]]
+
+
+@attrs.frozen(kw_only=True)
+class StreamJob:
+    """Everything one stream needs."""
+
+    adapter: ProviderAdapter
+    request: HttpRequest
+    sink: DiscordSink
+    context: StreamContext = StreamContext()
+    config: StreamConfig = StreamConfig()
+    transport: TransportConfig = TransportConfig()
+    session: aiohttp.ClientSession | None = None
+    resolver: MentionResolver | None = None
+    """Resolves ``@name`` to a user id for mentions."""
+
+
+def build_stream(
+    job: StreamJob,
+    stops: StopHandle,
+    *,
+    tap: TapFactory | None = None,
+    stats: TransportStats | None = None,
+    nonce_prefix: str | None = None,
+) -> Observable[StreamResult]:
+    """The chain for *job*, not yet running (subscribe or ``await`` it to run)."""
+    source = stream_source(job.adapter, job.request, session=job.session, config=job.transport, stats=stats)
+    delivery = DiscordDelivery(
+        sink=job.sink, context=job.context, config=job.config, stops=stops.subject, resolver=job.resolver
+    )
+    if nonce_prefix:
+        delivery.nonce_prefix = nonce_prefix
+    return build_chain(
+        source,
+        normalizer=job.adapter.new_normalizer,
+        config=job.config,
+        stops=stops.signals,
+        stop_sink=stops.subject,
+        send=delivery.send,
+        provider=job.adapter.name,
+        tap=tap(stops) if tap is not None else None,
+    )
+
+
+async def run_stream(
+    job: StreamJob,
+    *,
+    registry: StopRegistry | None = None,
+    stops: StopHandle | None = None,
+    tap: TapFactory | None = None,
+    stats: TransportStats | None = None,
+    nonce_prefix: str | None = None,
+) -> StreamResult:
+    """Run *job* to its end and return its ``StreamResult``.
+
+    Args:
+        job: The stream to run.
+        registry: Registers the stream under its channel, so ``registry.stop(channel, kind)`` reaches it.
+        stops: Use this stop handle instead (ignored when *registry* is given).
+        tap: Builds a pass-through operator on the states from the stop handle.
+        stats: Transport counters to fill.
+        nonce_prefix: Fixed nonce prefix (reproducible payloads in tests and replays).
+
+    Raises:
+        pipeline.errors.DiscordError: Discord refused a message in a way that is not an internal stop.
+    """
+    handle = (
+        registry.open(job.context.channel_id)
+        if registry is not None
+        else stops or StopHandle(job.context.channel_id)
+    )
+    stream_id = secrets.token_hex(4)
+    try:
+        with logger.contextualize(stream_id=stream_id, channel_id=job.context.channel_id):
+            logger.bind(stage="04-run").info("stream start: {provider}", provider=job.adapter.name)
+            results = await drain(build_stream(job, handle, tap=tap, stats=stats, nonce_prefix=nonce_prefix))
+            result = results[-1]
+            logger.bind(stage="04-run").info(
+                "stream end: {status} after {chunks} chunks, {messages} messages",
+                status=result.status.value,
+                chunks=result.chunk_count,
+                messages=len(result.messages),
+            )
+            return result
+    finally:
+        if registry is not None:
+            registry.close(handle)
+
+
+async def stream_to_discord(
+    adapter: ProviderAdapter,
+    request: ChatRequest,
+    *,
+    sink: DiscordSink,
+    base_url: str,
+    api_key: str | None,
+    context: StreamContext | None = None,
+    config: StreamConfig | None = None,
+    transport: TransportConfig | None = None,
+    session: aiohttp.ClientSession | None = None,
+    registry: StopRegistry | None = None,
+    resolver: MentionResolver | None = None,
+) -> StreamResult:
+    """Stream *request* through *adapter* into Discord: the call a bot makes per reply.
+
+    Stage 01 (``adapter.build_request``) runs here; the rest is the chain.
+    """
+    http = adapter.build_request(request, base_url=base_url, api_key=api_key, stream=True)
+    job = StreamJob(
+        adapter=adapter,
+        request=http,
+        sink=sink,
+        context=context or StreamContext(),
+        config=config or StreamConfig(),
+        transport=transport or TransportConfig(),
+        session=session,
+        resolver=resolver,
+    )
+    return await run_stream(job, registry=registry)

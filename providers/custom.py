@@ -1,0 +1,63 @@
+"""A custom OpenAI-compatible endpoint (vLLM, llama.cpp, LM Studio, a proxy) (stages 01-03).
+
+The base URL is required (there is no default); the API key is optional
+(local servers often have none). The SSRF guard on the endpoint's address
+belongs to the transport (``providers.ssrf``), applied on every attempt.
+
+Verbatim tool calling: models served this way sometimes write a tool call
+into the text instead of the ``tool_calls`` field. With
+``verbatim_tool_calling`` on and ``tool_names`` given, the normalizer runs
+``operators.verbatim_tools.VerbatimToolParser`` over the visible content
+(after the think-tag and spill guards) and turns such calls into
+``function_call`` chunks. The shared normalizer also drops a delta that
+resends the whole content so far (see ``providers.openai_wire``).
+"""
+
+from __future__ import annotations
+
+__all__ = ("CUSTOM_POLICY", "CustomAdapter")
+
+from typing import ClassVar, Final
+
+import attrs
+
+from pipeline.types import ChunkNormalizer
+from providers.base import DegradationPolicy
+from providers.openai_wire import (
+    OPENAI_COMPATIBLE_MANDATORY,
+    OPENAI_COMPATIBLE_REMOVALS,
+    ChatCompletionsAdapter,
+    ChatCompletionsNormalizer,
+    WireOptions,
+)
+
+CUSTOM_POLICY: Final = DegradationPolicy(
+    mandatory_body_keys=OPENAI_COMPATIBLE_MANDATORY,
+    optional_removals=OPENAI_COMPATIBLE_REMOVALS,
+)
+"""Degradation policy: named parameters and the shared static list."""
+
+
+@attrs.frozen
+class CustomAdapter(ChatCompletionsAdapter):
+    """A custom OpenAI-compatible endpoint.
+
+    Args:
+        tool_names: The exposed tool names (the verbatim parser only knows these).
+        verbatim_tool_calling: Recover tool calls written as text.
+        policy: Parameter degradation policy.
+    """
+
+    wire: ClassVar[WireOptions] = WireOptions(provider="custom", default_base_url=None)
+    tool_names: frozenset[str] = frozenset()
+    verbatim_tool_calling: bool = False
+    policy: DegradationPolicy = CUSTOM_POLICY
+
+    def new_normalizer(self) -> ChunkNormalizer:
+        """A normalizer that also recovers verbatim tool calls, when enabled and tools are exposed."""
+        return ChatCompletionsNormalizer(
+            provider=self.name,
+            hold_for_usage=self.wire.hold_for_usage,
+            tool_names=self.tool_names,
+            verbatim_tools=self.verbatim_tool_calling and bool(self.tool_names),
+        )

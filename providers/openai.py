@@ -1,0 +1,46 @@
+"""OpenAI Chat Completions (stages 01-03).
+
+The wire is ``providers.openai_wire``; this adapter sets OpenAI's options:
+the default base URL, ``max_completion_tokens`` (reasoning models reject
+``max_tokens``), no ``top_k`` (OpenAI rejects it) and a top-level
+``reasoning_effort``. A 502 alone is not taken as a payload incompatibility.
+"""
+
+from __future__ import annotations
+
+__all__ = ("OPENAI_BASE_URL", "OPENAI_POLICY", "OpenAIAdapter")
+
+from typing import ClassVar, Final
+
+import attrs
+
+from providers.base import DegradationPolicy
+from providers.openai_wire import (
+    OPENAI_COMPATIBLE_MANDATORY,
+    OPENAI_COMPATIBLE_REMOVALS,
+    ChatCompletionsAdapter,
+    WireOptions,
+)
+
+OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
+"""The default base URL."""
+
+OPENAI_POLICY: Final = DegradationPolicy(
+    mandatory_body_keys=OPENAI_COMPATIBLE_MANDATORY,
+    optional_removals=OPENAI_COMPATIBLE_REMOVALS,
+)
+"""Degradation policy: named parameters and the shared static list; no 502 or opaque 5xx retries."""
+
+
+@attrs.frozen
+class OpenAIAdapter(ChatCompletionsAdapter):
+    """The OpenAI provider (``Authorization: Bearer``)."""
+
+    wire: ClassVar[WireOptions] = WireOptions(
+        provider="openai",
+        default_base_url=OPENAI_BASE_URL,
+        max_tokens_key="max_completion_tokens",
+        send_top_k=False,
+    )
+    policy: DegradationPolicy = OPENAI_POLICY
+    """Parameter degradation policy."""

@@ -1,0 +1,990 @@
+"""The OpenAI Chat Completions wire, shared by the OpenAI-compatible adapters (stages 01-03).
+
+OpenAI, OpenRouter, NVIDIA NIM and custom endpoints speak the same format;
+this module holds the parts they share:
+
+* ``build_messages`` / ``build_chat_body`` (stage 01): a ``ChatRequest`` as a
+  Chat Completions body. Images become ``image_url`` parts, tools
+  ``{"type": "function", ...}``, calls keep their ids, tool results are role
+  ``tool``; replay fields (DeepSeek-style ``reasoning_content``, OpenRouter
+  ``reasoning_details``) go back on the assistant message that produced them.
+* ``ChatCompletionsNormalizer`` (stage 03): ``chat.completion.chunk`` events
+  (and a complete, non-streamed ``chat.completion``) as ``ProcessedChunk``s.
+* ``ChatCompletionsAdapter``: the ``ProviderAdapter`` methods on top of both;
+  ``providers.openai``, ``.openrouter``, ``.nvidia`` and ``.custom`` only set
+  their options.
+
+Normalizer rules
+----------------
+Reasoning. ``delta.reasoning``, ``delta.reasoning_content`` and
+``delta.reasoning_details`` become thoughts (``reasoning.text`` RAW,
+``reasoning.summary`` SUMMARY, ``reasoning.encrypted`` REDACTED with the
+opaque data as its ``signature``). OpenRouter sends the same text twice in
+one delta, as ``reasoning`` and inside ``reasoning_details``: when the details
+carry text they are authoritative and the flat fields are ignored, so the
+text is counted once. The details are merged per ``index`` (fragments
+concatenated) and replayed on the tool calls, as is ``reasoning_content``.
+
+Content runs through the leaked-reasoning guards in this order:
+``ThinkStripper`` (its reasoning part becomes RAW thoughts), then
+``SpillGuard`` (spilled text becomes RAW thoughts), then, for custom endpoints
+with verbatim tool calling, ``VerbatimToolParser``. Any reasoning (a field or a
+think block) arms the spill guard. The guards are flushed at
+``finish_reason`` (so no text is held behind a tool call) or at stream end.
+
+Resent content. Some backends resend the whole answer as one last delta. A
+content delta of at least 16 characters that equals the entire content
+received so far is dropped (compared before the guards). Nothing shorter,
+and no partial overlap, is touched: a real model repeating a 16+ character
+answer verbatim as one delta is the only false positive, and streaming
+backends do not produce deltas that large and that exact.
+
+Tool calls are assembled by ``index`` (id and name from the first delta that
+has them, then argument fragments; a delta with a new id on an index already
+holding another id is a new call) and emitted once complete: at
+``finish_reason`` or at stream end, one ``function_call`` chunk per call in
+index order. Arguments that are not a JSON object make one non-retryable
+``api_error`` naming the tool instead of the calls.
+
+Terminal metadata. ``finish_reason`` is normalized (``FinishReason``; the
+raw value stays in ``raw_finish_reason``, OpenRouter's ``native_finish_reason``
+in ``native_finish_reason``). ``content_filter`` is a content block: a ``done``
+chunk records the finish reason and a ``content_blocked`` error chunk
+follows. ``usage`` is normalized by ``providers.usage.from_openai`` (the last
+report wins). With ``hold_for_usage`` (OpenRouter) the ``done`` chunk and the
+calls are held after ``finish_reason`` until a usage report arrives or the
+stream ends, so a tool call keeps its cost and tokens; otherwise they go out
+at ``finish_reason`` and a later usage report is its own ``done`` chunk.
+
+Errors. A chunk-level (or choice-level) ``error`` object, and a
+``finish_reason`` of ``error``, become an error chunk
+(``providers.errors.classify_stream_error``); a transport error chunk passes
+through. Chunk-level ``provider`` is the serving backend (OpenRouter), carried
+on every chunk once known. Chunks with nothing recognizable are filtered with
+a debug log line.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "OPENAI_COMPATIBLE_MANDATORY",
+    "OPENAI_COMPATIBLE_REMOVALS",
+    "ChatCompletionsAdapter",
+    "ChatCompletionsNormalizer",
+    "ReasoningStyle",
+    "WireOptions",
+    "build_chat_body",
+    "build_messages",
+    "chunk_error",
+    "has_meaningful_output",
+    "normalize_finish_reason",
+)
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final, Literal
+
+import attrs
+from loguru import logger
+
+from operators.spill_guard import SpillGuard
+from operators.think_strip import ThinkStripper
+from operators.verbatim_tools import VerbatimToolParser
+from pipeline.errors import InputError
+from pipeline.request import ChatRequest, ImagePart, Message, Role, TextPart
+from pipeline.types import (
+    ChunkNormalizer,
+    ErrorType,
+    FinishReason,
+    FunctionCall,
+    ProcessedChunk,
+    ProviderError,
+    RawStreamChunk,
+    ThoughtKind,
+    ThoughtLogEntry,
+    Usage,
+)
+from providers.base import DegradationPolicy, HttpRequest
+from providers.errors import (
+    classify_http_error,
+    classify_stream_error,
+    content_blocked,
+    describe_error,
+    scrub,
+)
+from providers.usage import from_openai
+
+_log = logger.bind(stage="03-normalize")
+
+_RESEND_MIN: Final = 16
+"""A resent-content delta must be at least this long to be dropped."""
+
+# ---------------------------------------------------------------------------
+# Stage 01: request body
+# ---------------------------------------------------------------------------
+
+
+def _image_url(part: ImagePart) -> str | None:
+    if part.url:
+        return part.url
+    if part.data_b64:
+        return f"data:{part.mime_type};base64,{part.data_b64}"
+    return None
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    """Plain text when there are no images (the widest-supported shape), else a parts list."""
+    if not any(isinstance(part, ImagePart) for part in message.content):
+        return message.text
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            if part.text:
+                parts.append({"type": "text", "text": part.text})
+            continue
+        url = _image_url(part)
+        if url is not None:
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def _arguments(call: FunctionCall) -> str:
+    return json.dumps(dict(call.args), ensure_ascii=False, separators=(",", ":"))
+
+
+_REPLAY_KEYS: Final = ("reasoning_content", "reasoning_details")
+
+
+def _assistant(message: Message, pending: list[tuple[str, str]], number: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant"}
+    text = message.text
+    out["content"] = text if text or not message.tool_calls else None
+    if message.tool_calls:
+        calls = []
+        for position, call in enumerate(message.tool_calls):
+            call_id = call.id or f"call_{number}_{position}"
+            pending.append((call_id, call.name))
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _arguments(call)},
+                }
+            )
+        out["tool_calls"] = calls
+    replay: dict[str, Any] = {key: message.replay[key] for key in _REPLAY_KEYS if key in message.replay}
+    for call in message.tool_calls:
+        for key in _REPLAY_KEYS:
+            # Every call of one response carries the same replay fields: the first one found is kept.
+            if key in call.replay and key not in replay:
+                replay[key] = call.replay[key]
+    out.update(replay)
+    return out
+
+
+def _tool_result(message: Message, pending: list[tuple[str, str]]) -> dict[str, Any]:
+    call_id = message.tool_call_id
+    if call_id is None:
+        # A result without an id answers the oldest open call (of the same name, when named).
+        match = next((item for item in pending if message.name in (None, item[1])), None)
+        if match is not None:
+            call_id = match[0]
+    pending[:] = [item for item in pending if item[0] != call_id]
+    return {"role": "tool", "tool_call_id": call_id or "", "content": message.text}
+
+
+def build_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    """The ``messages`` array of *request* (system prompt first, prefill last)."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    pending: list[tuple[str, str]] = []
+    for number, message in enumerate(request.messages):
+        if message.role is Role.SYSTEM:
+            messages.append({"role": "system", "content": message.text})
+        elif message.role is Role.USER:
+            messages.append({"role": "user", "content": _content(message)})
+        elif message.role is Role.ASSISTANT:
+            messages.append(_assistant(message, pending, number))
+        else:
+            messages.append(_tool_result(message, pending))
+    if request.prefill:
+        messages.append({"role": "assistant", "content": request.prefill})
+    return messages
+
+
+ReasoningStyle = Literal["reasoning_effort", "openrouter", "none"]
+
+
+def build_chat_body(
+    request: ChatRequest,
+    *,
+    stream: bool = True,
+    max_tokens_key: str = "max_tokens",
+    send_top_k: bool = True,
+    reasoning_style: ReasoningStyle = "reasoning_effort",
+) -> dict[str, Any]:
+    """A Chat Completions body for *request*.
+
+    Args:
+        request: The provider-neutral request.
+        stream: Ask for SSE (``stream: true`` and ``stream_options.include_usage``).
+        max_tokens_key: ``max_tokens`` or ``max_completion_tokens`` (OpenAI).
+        send_top_k: Whether ``top_k`` is sent (OpenAI rejects it).
+        reasoning_style: ``reasoning_effort`` (top-level string), ``openrouter``
+            (``reasoning: {"effort": ...}``) or ``none``.
+
+    Returns:
+        The body; ``request.extra`` is merged last and wins.
+    """
+    body: dict[str, Any] = {"model": request.model, "messages": build_messages(request)}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": dict(tool.parameters),
+                },
+            }
+            for tool in request.tools
+        ]
+    if request.stop:
+        body["stop"] = list(request.stop)
+    sampler = request.sampler
+    optional: dict[str, Any] = {
+        "temperature": sampler.temperature,
+        "top_p": sampler.top_p,
+        "top_k": sampler.top_k if send_top_k else None,
+        max_tokens_key: sampler.max_tokens,
+        "frequency_penalty": sampler.frequency_penalty,
+        "presence_penalty": sampler.presence_penalty,
+        "seed": sampler.seed,
+    }
+    body.update({key: value for key, value in optional.items() if value is not None})
+    if sampler.reasoning_effort is not None:
+        if reasoning_style == "reasoning_effort":
+            body["reasoning_effort"] = sampler.reasoning_effort
+        elif reasoning_style == "openrouter":
+            body["reasoning"] = {"effort": sampler.reasoning_effort}
+    body["stream"] = stream
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    body.update(request.extra)
+    return body
+
+
+# ---------------------------------------------------------------------------
+# Stage 03: normalizer
+# ---------------------------------------------------------------------------
+
+_FINISH: Final[Mapping[str, FinishReason]] = {
+    "stop": FinishReason.STOP,
+    "end_turn": FinishReason.STOP,
+    "eos": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "max_tokens": FinishReason.LENGTH,
+    "model_length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+    "safety": FinishReason.CONTENT_FILTER,
+    "error": FinishReason.ERROR,
+}
+
+
+def normalize_finish_reason(raw: str) -> FinishReason:
+    """The normalized finish reason for a provider's *raw* value (unknown values count as ``stop``)."""
+    return _FINISH.get(raw, _FINISH.get(raw.lower(), FinishReason.STOP))
+
+
+def _first_choice(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        return choices[0]
+    return None
+
+
+def chunk_error(raw: RawStreamChunk, *, provider: str) -> ProviderError | None:
+    """The error *raw* carries: a transport error, an ``error`` object, or ``finish_reason: "error"``."""
+    if raw.error is not None:
+        return raw.error
+    data = raw.data
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("error"):
+        if raw.metadata.get("complete"):
+            status = raw.metadata.get("status")
+            return classify_http_error(status if isinstance(status, int) else 200, data, provider=provider)
+        return classify_stream_error(data, provider=provider)
+    choice = _first_choice(data)
+    if choice is not None:
+        if choice.get("error"):
+            return classify_stream_error({"error": choice["error"]}, provider=provider)
+        if choice.get("finish_reason") == "error":
+            return classify_stream_error(data, provider=provider)
+    return None
+
+
+def _nonempty(value: object) -> bool:
+    return bool(value) and isinstance(value, (str, list, Mapping))
+
+
+def has_meaningful_output(raw: RawStreamChunk) -> bool:
+    """Whether *raw* commits a stream: text, reasoning, a tool-call delta or usage.
+
+    Role-only and empty deltas, bare finish chunks and errors do not commit.
+    """
+    data = raw.data
+    if raw.error is not None or not isinstance(data, Mapping):
+        return False
+    if from_openai(data.get("usage")) is not None:
+        return True
+    choice = _first_choice(data)
+    if choice is None:
+        return False
+    delta = choice.get("delta")
+    if not isinstance(delta, Mapping):
+        delta = choice.get("message")
+    if not isinstance(delta, Mapping):
+        return False
+    return any(
+        _nonempty(delta.get(key))
+        for key in (
+            "content",
+            "reasoning",
+            "reasoning_content",
+            "reasoning_details",
+            "tool_calls",
+            "function_call",
+        )
+    )
+
+
+@attrs.define
+class _CallDraft:
+    """One tool call being assembled from deltas."""
+
+    index: int
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class _Out:
+    """Chunks of one ``feed``: consecutive text and thoughts merge into one text chunk."""
+
+    chunks: list[ProcessedChunk] = attrs.field(factory=list)
+    text: list[str] = attrs.field(factory=list)
+    thoughts: list[ThoughtLogEntry] = attrs.field(factory=list)
+
+    def flush(self) -> None:
+        if self.text or self.thoughts:
+            content = "".join(self.text)
+            if content or self.thoughts:
+                self.chunks.append(ProcessedChunk.text(content, thoughts=tuple(self.thoughts)))
+            self.text.clear()
+            self.thoughts.clear()
+
+    def add(self, chunk: ProcessedChunk) -> None:
+        self.flush()
+        self.chunks.append(chunk)
+
+
+def _parse_arguments(text: str) -> dict[str, Any]:
+    """Tool arguments as a dict; raises ``ValueError`` when they are not a JSON object."""
+    if not text.strip():
+        return {}
+    value = json.loads(text)
+    if isinstance(value, str):
+        # Some backends encode the arguments twice.
+        value = json.loads(value) if value.strip() else {}
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+@attrs.define
+class ChatCompletionsNormalizer:
+    """Stage 03 for one Chat Completions stream (see the module docstring for the rules).
+
+    Args:
+        provider: Provider identity, for error messages.
+        hold_for_usage: Hold ``done`` and the calls after ``finish_reason`` until
+            usage arrives or the stream ends (OpenRouter).
+        tool_names: Exposed tool names, for the verbatim tool-call parser.
+        verbatim_tools: Run ``VerbatimToolParser`` over visible content (custom
+            endpoints; needs *tool_names*).
+    """
+
+    provider: str
+    hold_for_usage: bool = False
+    tool_names: frozenset[str] = frozenset()
+    verbatim_tools: bool = False
+    _think: ThinkStripper = attrs.field(init=False, factory=ThinkStripper)
+    _spill: SpillGuard = attrs.field(init=False, factory=SpillGuard)
+    _verbatim: VerbatimToolParser | None = attrs.field(init=False, default=None)
+    _guards_done: bool = attrs.field(init=False, default=False)
+    _content: list[str] = attrs.field(init=False, factory=list)
+    _content_len: int = attrs.field(init=False, default=0)
+    _drafts: dict[int, _CallDraft] = attrs.field(init=False, factory=dict)
+    _aliases: dict[int, int] = attrs.field(init=False, factory=dict)
+    """Reported index -> draft key, for a reused index."""
+    _details: list[dict[str, Any]] = attrs.field(init=False, factory=list)
+    _details_at: dict[tuple[object, object], dict[str, Any]] = attrs.field(init=False, factory=dict)
+    _reasoning_content: list[str] = attrs.field(init=False, factory=list)
+    _serving: str | None = attrs.field(init=False, default=None)
+    _usage: Usage | None = attrs.field(init=False, default=None)
+    _usage_sent: Usage | None = attrs.field(init=False, default=None)
+    _finish: FinishReason | None = attrs.field(init=False, default=None)
+    _finish_raw: str | None = attrs.field(init=False, default=None)
+    _finish_meta: dict[str, Any] = attrs.field(init=False, factory=dict)
+    _finish_seen: bool = attrs.field(init=False, default=False)
+    _held: list[ProcessedChunk] | None = attrs.field(init=False, default=None)
+    """Terminal chunks waiting for usage (``None``: nothing held)."""
+    _released: bool = attrs.field(init=False, default=False)
+    _failed: bool = attrs.field(init=False, default=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.verbatim_tools and self.tool_names:
+            self._verbatim = VerbatimToolParser(self.tool_names)
+
+    # -- entry points ------------------------------------------------------
+
+    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
+        """Normalize one raw chunk."""
+        if self._failed:
+            return ()
+        out = _Out()
+        if raw.error is not None:
+            self._flush_guards(out)
+            self._fail(out, raw.error)
+            return self._close(out)
+        data = raw.data
+        if not isinstance(data, Mapping):
+            _log.debug(
+                "{provider}: filtered a non-object chunk: {chunk}", provider=self.provider, chunk=_peek(data)
+            )
+            return ()
+        if raw.metadata.get("complete") or _is_complete(data):
+            data = self._as_stream_chunk(raw, data, out)
+            if data is None:
+                return self._close(out)
+        self._chunk(data, out)
+        return self._close(out)
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        """The stream ended: flush the guards, emit pending calls, ``done`` with the last usage."""
+        if self._failed:
+            return ()
+        out = _Out()
+        self._flush_guards(out)
+        if not self._finish_seen:
+            self._finish_seen = True
+            self._held = self._terminal(out)
+        if not self._released:
+            self._release(out)
+        elif self._usage is not None and self._usage != self._usage_sent:
+            out.add(ProcessedChunk.done(usage=self._usage))
+            self._usage_sent = self._usage
+        return self._close(out)
+
+    # -- chunk handling ----------------------------------------------------
+
+    def _as_stream_chunk(
+        self, raw: RawStreamChunk, data: Mapping[str, Any], out: _Out
+    ) -> Mapping[str, Any] | None:
+        """A complete ``chat.completion`` as the one stream chunk that says the same (``None``: error)."""
+        error = chunk_error(raw, provider=self.provider)
+        if error is not None:
+            self._fail(out, error)
+            return None
+        choice = _first_choice(data) or {}
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            fallback = choice.get("delta")
+            message = fallback if isinstance(fallback, Mapping) else {}
+        delta = dict(message)
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [
+                {**call, "index": call.get("index", position)}
+                for position, call in enumerate(calls)
+                if isinstance(call, Mapping)
+            ]
+        return {
+            "provider": data.get("provider"),
+            "usage": data.get("usage"),
+            "choices": [
+                {
+                    **{key: value for key, value in choice.items() if key != "message"},
+                    "delta": delta,
+                    "finish_reason": choice.get("finish_reason") or "stop",
+                }
+            ],
+        }
+
+    def _chunk(self, data: Mapping[str, Any], out: _Out) -> None:
+        recognized = False
+        served_by = data.get("provider")
+        if isinstance(served_by, str) and served_by and self._serving is None:
+            self._serving = served_by
+            recognized = True
+        choice = _first_choice(data)
+        if data.get("error") or (
+            choice is not None and (choice.get("error") or choice.get("finish_reason") == "error")
+        ):
+            error = chunk_error(RawStreamChunk(provider=self.provider, data=data), provider=self.provider)
+            if error is not None:
+                self._flush_guards(out)
+                self._fail(out, error)
+                return
+        usage = from_openai(data.get("usage"))
+        if usage is not None:
+            # Recorded before the finish in the same chunk, so its ``done`` carries it.
+            self._usage = usage
+        if choice is not None:
+            recognized = True
+            delta = choice.get("delta")
+            if isinstance(delta, Mapping):
+                self._delta(delta, out)
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish and not self._finish_seen:
+                self._on_finish(finish, choice, out)
+        elif isinstance(data.get("choices"), list):
+            recognized = True  # the usage-only chunk (``choices: []``)
+        if usage is not None:
+            recognized = True
+            if self._finish_seen:
+                if not self._released:
+                    self._release(out)
+                elif usage != self._usage_sent:
+                    out.add(ProcessedChunk.done(usage=usage))
+                    self._usage_sent = usage
+        if not recognized:
+            _log.debug(
+                "{provider}: filtered an unknown chunk: {chunk}", provider=self.provider, chunk=_peek(data)
+            )
+
+    def _delta(self, delta: Mapping[str, Any], out: _Out) -> None:
+        thoughts = self._reasoning(delta)
+        if thoughts:
+            out.thoughts.extend(thoughts)
+            self._spill.note_reasoning()
+        content = delta.get("content")
+        if isinstance(content, list):
+            content, reasoning = _content_parts(content)
+            if reasoning:
+                out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
+                self._spill.note_reasoning()
+        if isinstance(content, str) and content and not self._is_resend(content):
+            self._text(content, out)
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for position, call in enumerate(calls):
+                if isinstance(call, Mapping):
+                    self._call_delta(call, position)
+        legacy = delta.get("function_call")
+        if isinstance(legacy, Mapping):
+            self._call_delta({"index": 0, "function": legacy}, 0)
+
+    def _is_resend(self, content: str) -> bool:
+        if (
+            len(content) >= _RESEND_MIN
+            and len(content) == self._content_len
+            and "".join(self._content) == content
+        ):
+            _log.debug("{provider}: dropped a delta resending the whole content", provider=self.provider)
+            return True
+        self._content.append(content)
+        self._content_len += len(content)
+        return False
+
+    def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:
+        entries: list[ThoughtLogEntry] = []
+        details_text = False
+        details = delta.get("reasoning_details")
+        if isinstance(details, list):
+            for item in details:
+                if not isinstance(item, Mapping):
+                    continue
+                kind = item.get("type")
+                if kind == "reasoning.text":
+                    raw_text = item.get("text")
+                    text = raw_text if isinstance(raw_text, str) else ""
+                    raw_signature = item.get("signature")
+                    signature = raw_signature if isinstance(raw_signature, str) else None
+                    if text or signature:
+                        entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=text, signature=signature))
+                    details_text = details_text or bool(text)
+                elif kind == "reasoning.summary":
+                    summary = item.get("summary")
+                    if isinstance(summary, str) and summary:
+                        entries.append(ThoughtLogEntry(kind=ThoughtKind.SUMMARY, text=summary))
+                        details_text = True
+                elif kind == "reasoning.encrypted":
+                    data = item.get("data")
+                    if isinstance(data, str) and data:
+                        entries.append(ThoughtLogEntry(kind=ThoughtKind.REDACTED, signature=data))
+                self._merge_detail(item)
+        flat = delta.get("reasoning")
+        content = delta.get("reasoning_content")
+        if isinstance(content, str) and content:
+            self._reasoning_content.append(content)
+        if not details_text:
+            # The details, when they carry text, already hold what the flat fields repeat.
+            flat_entries = []
+            if isinstance(flat, str) and flat:
+                flat_entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=flat))
+            if isinstance(content, str) and content and content != flat:
+                flat_entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=content))
+            entries = flat_entries + entries
+        return entries
+
+    def _merge_detail(self, item: Mapping[str, Any]) -> None:
+        index = item.get("index")
+        kind = item.get("type")
+        key: tuple[object, object] | None = (index, kind) if isinstance(index, int) else None
+        target = self._details_at.get(key) if key is not None else None
+        if target is None and key is None and self._details and self._details[-1].get("type") == kind:
+            target = self._details[-1]
+        if target is None:
+            fresh = dict(item)
+            self._details.append(fresh)
+            if key is not None:
+                self._details_at[key] = fresh
+            return
+        for field, value in item.items():
+            if field in ("text", "summary", "data") and isinstance(value, str):
+                previous = target.get(field)
+                target[field] = (previous if isinstance(previous, str) else "") + value
+            elif value is not None and (field == "signature" or field not in target):
+                target[field] = value
+
+    def _text(self, content: str, out: _Out) -> None:
+        if self._guards_done:
+            out.text.append(content)
+            return
+        visible, reasoning = self._think.feed(content)
+        self._guarded(visible, reasoning, out)
+
+    def _guarded(self, visible: str, reasoning: str, out: _Out) -> None:
+        if reasoning:
+            out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
+            self._spill.note_reasoning()
+        if not visible:
+            return
+        shown, spilled = self._spill.feed(visible)
+        if spilled:
+            out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
+        self._visible(shown, out)
+
+    def _visible(self, text: str, out: _Out) -> None:
+        if not text:
+            return
+        if self._verbatim is None:
+            out.text.append(text)
+            return
+        self._items(self._verbatim.feed(text), out)
+
+    def _items(self, items: list[str | FunctionCall], out: _Out) -> None:
+        for item in items:
+            if isinstance(item, str):
+                out.text.append(item)
+            else:
+                out.add(ProcessedChunk.call(item))
+
+    def _flush_guards(self, out: _Out) -> None:
+        if self._guards_done:
+            return
+        self._guards_done = True
+        visible, reasoning = self._think.finish()
+        self._guarded(visible, reasoning, out)
+        shown, spilled = self._spill.finish()
+        if spilled:
+            out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
+        self._visible(shown, out)
+        if self._verbatim is not None:
+            self._items(self._verbatim.finish(), out)
+
+    def _call_delta(self, call: Mapping[str, Any], position: int) -> None:
+        reported = call.get("index")
+        raw_id = call.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        if isinstance(reported, int) and not isinstance(reported, bool):
+            index = self._aliases.get(reported, reported)
+        else:
+            reported = None
+            index = self._index_without_slot(call_id, position)
+        draft = self._drafts.get(index)
+        if draft is not None and call_id and draft.id and draft.id != call_id:
+            # A new call reusing an index (some backends number every call 0): later
+            # fragments at that index belong to the new call.
+            index = max(self._drafts) + 1
+            if reported is not None:
+                self._aliases[reported] = index
+            draft = None
+        if draft is None:
+            draft = self._drafts[index] = _CallDraft(index=index)
+        if call_id and not draft.id:
+            draft.id = call_id
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            name = function.get("name")
+            if isinstance(name, str) and name and not draft.name:
+                draft.name = name
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                draft.arguments.append(arguments)
+            elif isinstance(arguments, Mapping):
+                draft.arguments.append(json.dumps(arguments))
+
+    def _index_without_slot(self, call_id: str | None, position: int) -> int:
+        if call_id is not None:
+            for index, draft in self._drafts.items():
+                if draft.id == call_id:
+                    return index
+            return max(self._drafts, default=-1) + 1
+        return max(self._drafts) if self._drafts else position
+
+    def _on_finish(self, raw: str, choice: Mapping[str, Any], out: _Out) -> None:
+        self._finish_seen = True
+        self._flush_guards(out)
+        self._finish = normalize_finish_reason(raw)
+        self._finish_raw = raw
+        native = choice.get("native_finish_reason")
+        if isinstance(native, str) and native:
+            self._finish_meta["native_finish_reason"] = native
+        self._held = self._terminal(out)
+        if not self.hold_for_usage:
+            self._release(out)
+
+    def _terminal(self, out: _Out) -> list[ProcessedChunk]:
+        """The chunks that follow ``done``: the assembled calls, a content block, or nothing."""
+        terminal: list[ProcessedChunk] = []
+        if self._finish is FinishReason.CONTENT_FILTER:
+            terminal.append(
+                ProcessedChunk.fail(
+                    content_blocked(
+                        f"{self.provider} stopped the reply: content filter "
+                        f"(finish_reason {self._finish_raw!r})",
+                        code=self._finish_raw,
+                    )
+                )
+            )
+        calls = self._assembled_calls()
+        if isinstance(calls, ProviderError):
+            terminal.append(ProcessedChunk.fail(calls))
+        elif calls:
+            if self._finish in (None, FinishReason.STOP):
+                self._finish = FinishReason.TOOL_CALLS
+            terminal.extend(ProcessedChunk.call(call) for call in calls)
+        return terminal
+
+    def _assembled_calls(self) -> list[FunctionCall] | ProviderError:
+        calls: list[FunctionCall] = []
+        replay = self._replay()
+        for index in sorted(self._drafts):
+            draft = self._drafts[index]
+            if not draft.name:
+                return ProviderError(
+                    type=ErrorType.API_ERROR,
+                    message=f"{self.provider} sent a tool call without a name (index {index})",
+                    retryable=False,
+                    code="invalid_tool_call",
+                )
+            text = "".join(draft.arguments)
+            try:
+                args = _parse_arguments(text)
+            except ValueError as exc:
+                snippet = scrub(text[:120])
+                return ProviderError(
+                    type=ErrorType.API_ERROR,
+                    message=(
+                        f"{self.provider} returned arguments for tool '{draft.name}' that are not a JSON "
+                        f"object ({exc}): {snippet!r}"
+                    ),
+                    retryable=False,
+                    code="invalid_tool_arguments",
+                    original_error=text,
+                )
+            calls.append(FunctionCall(name=draft.name, args=args, id=draft.id, replay=replay))
+        self._drafts.clear()
+        return calls
+
+    def _replay(self) -> dict[str, Any]:
+        replay: dict[str, Any] = {}
+        if self._details:
+            replay["reasoning_details"] = [dict(item) for item in self._details]
+        if self._reasoning_content:
+            replay["reasoning_content"] = "".join(self._reasoning_content)
+        return replay
+
+    def _release(self, out: _Out) -> None:
+        self._released = True
+        held, self._held = self._held or [], None
+        if self._finish is not None or self._usage is not None:
+            out.add(
+                ProcessedChunk.done(
+                    finish_reason=self._finish,
+                    raw_finish_reason=self._finish_raw,
+                    usage=self._usage,
+                    metadata=self._finish_meta,
+                )
+            )
+            self._usage_sent = self._usage
+        for chunk in held:
+            out.add(chunk)
+
+    def _fail(self, out: _Out, error: ProviderError) -> None:
+        if self._finish_seen and not self._released:
+            # Calls completed before the failure were already final: deliver them first.
+            self._release(out)
+        self._failed = True
+        out.add(ProcessedChunk.fail(error))
+
+    def _close(self, out: _Out) -> list[ProcessedChunk]:
+        out.flush()
+        serving = self._serving
+        if serving is None:
+            return out.chunks
+        return [
+            chunk if chunk.serving_provider else attrs.evolve(chunk, serving_provider=serving)
+            for chunk in out.chunks
+        ]
+
+
+def _content_parts(parts: list[Any]) -> tuple[str, str]:
+    """(text, reasoning) of a content-parts list (Mistral-style ``text`` and ``thinking`` parts)."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            text.append(part)
+        elif isinstance(part, Mapping):
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                text.append(part["text"])
+            elif part.get("type") == "thinking":
+                inner = part.get("thinking")
+                if isinstance(inner, str):
+                    reasoning.append(inner)
+                elif isinstance(inner, list):
+                    reasoning.extend(_content_parts(inner)[0:1])
+    return "".join(text), "".join(reasoning)
+
+
+def _is_complete(data: Mapping[str, Any]) -> bool:
+    if data.get("object") == "chat.completion":
+        return True
+    choice = _first_choice(data)
+    return choice is not None and "message" in choice and "delta" not in choice
+
+
+def _peek(data: object) -> str:
+    return scrub(repr(data)[:500])
+
+
+# ---------------------------------------------------------------------------
+# The adapter methods shared by the OpenAI-compatible providers
+# ---------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class WireOptions:
+    """What differs between OpenAI-compatible providers on the wire."""
+
+    provider: str
+    """Provider identity."""
+    default_base_url: str | None
+    """Used when ``build_request`` gets no base URL (``None``: a base URL is required)."""
+    max_tokens_key: str = "max_tokens"
+    send_top_k: bool = True
+    reasoning_style: ReasoningStyle = "reasoning_effort"
+    hold_for_usage: bool = False
+    """Hold a tool-call finish until the trailing usage arrives (OpenRouter)."""
+
+
+OPENAI_COMPATIBLE_MANDATORY: Final = frozenset({"model", "messages", "stream", "tools", "tool_choice"})
+"""Keys never degraded: removing tools would silently change the tool loop's contract."""
+
+OPENAI_COMPATIBLE_REMOVALS: Final = (
+    ("stream_options",),
+    ("top_k",),
+    ("seed",),
+    ("frequency_penalty", "presence_penalty"),
+    ("parallel_tool_calls",),
+    ("reasoning_effort",),
+    ("stop",),
+    ("top_p",),
+    ("temperature",),
+)
+"""The static removal list: least consequential first; length limits are never probed away."""
+
+
+class ChatCompletionsAdapter:
+    """The ``ProviderAdapter`` methods for a Chat Completions provider.
+
+    Subclasses set ``wire`` (a class constant) and a ``policy`` attribute, and may
+    override ``extra_headers`` and ``new_normalizer``.
+    """
+
+    wire: ClassVar[WireOptions]
+    policy: DegradationPolicy
+
+    @property
+    def name(self) -> str:
+        """Provider identity."""
+        return self.wire.provider
+
+    def extra_headers(self) -> dict[str, str]:
+        """Provider-specific headers besides authorization."""
+        return {}
+
+    def build_request(
+        self, request: ChatRequest, *, base_url: str | None = None, api_key: str | None, stream: bool = True
+    ) -> HttpRequest:
+        """Stage 01: ``POST {base_url}/chat/completions`` with a bearer key.
+
+        Raises:
+            InputError: No base URL was given and the provider has no default.
+        """
+        root = base_url or self.wire.default_base_url
+        if not root:
+            raise InputError(f"{self.name}: a base URL is required")
+        root = root.rstrip("/")
+        url = root if root.endswith("/chat/completions") else f"{root}/chat/completions"
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if stream else "application/json",
+            **self.extra_headers(),
+        }
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        body = build_chat_body(
+            request,
+            stream=stream,
+            max_tokens_key=self.wire.max_tokens_key,
+            send_top_k=self.wire.send_top_k,
+            reasoning_style=self.wire.reasoning_style,
+        )
+        return HttpRequest(url=url, body=body, headers=headers, stream=stream)
+
+    def new_normalizer(self) -> ChunkNormalizer:
+        """Stage 03: a fresh per-stream normalizer."""
+        return ChatCompletionsNormalizer(provider=self.name, hold_for_usage=self.wire.hold_for_usage)
+
+    def is_meaningful(self, raw: RawStreamChunk) -> bool:
+        """Whether *raw* commits the stream (text, reasoning, a tool-call delta or usage)."""
+        return has_meaningful_output(raw)
+
+    def rejection(self, raw: RawStreamChunk) -> ProviderError | None:
+        """The error *raw* carries (transport error, error event, ``finish_reason: "error"``), if any."""
+        return chunk_error(raw, provider=self.name)
+
+    def describe_error(self, error: ProviderError) -> str:
+        """The error embed's text (a model_error keeps the supported model ids)."""
+        return describe_error(error, provider=self.name)

@@ -1,0 +1,360 @@
+"""The shared HTTP transport: one provider request as a cold observable (stage 02).
+
+``stream_source`` opens the request with aiohttp inside one asyncio task per
+subscription and emits ``RawStreamChunk``s. Disposing the subscription
+cancels the task; because the body was not fully read, aiohttp closes the
+connection instead of pooling it, so the provider sees the client go away.
+
+Commitment and retries. A transparent retry is allowed only before the
+stream is *committed*: before any meaningful output (text, reasoning, a
+tool-call delta, usage: ``adapter.is_meaningful``) was emitted. Until then,
+chunks that do not commit (keepalives, role-only deltas) are held back, so a
+failed attempt leaves no trace downstream and no per-attempt state needs to
+be reset there. Before commitment:
+
+* a rejected payload (``adapter.rejection`` on an HTTP error or an SSE error
+  event after a 200) is retried with a degraded body from
+  ``providers.degrade.Degrader`` when the adapter's policy allows;
+* a transient failure (connection reset, timeout, a 5xx ``api_error``) is
+  retried with the same body, a bounded number of times.
+
+Rate limits and overload are *not* retried here: the turn runner owns key
+and model fallback. After commitment every error passes through as an error
+chunk, and the stream ends.
+
+Limits: connect, first-byte and idle-between-chunks timeouts (a stall
+becomes a retryable ``timeout`` error, never a hang), a cap on a non-streamed
+body (1 MiB) and on a streamed body, and a bound on one SSE line.
+"""
+
+from __future__ import annotations
+
+__all__ = ("TransportConfig", "TransportStats", "stream_source")
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import attrs
+import reactivex
+from loguru import logger
+from reactivex import abc
+from reactivex.disposable import Disposable
+
+from pipeline.errors import SsrfRefusedError
+from pipeline.types import ErrorType, ProviderError, RawStreamChunk
+from providers.base import HttpRequest, ProviderAdapter
+from providers.degrade import Degrader, encode_body
+from providers.errors import classify_exception, classify_http_error
+from providers.sse import SseLineTooLong, SseParser
+from providers.ssrf import PinnedResolver, SsrfGuard
+
+_log = logger.bind(stage="02-transport")
+
+_TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
+
+
+@attrs.frozen(kw_only=True)
+class TransportConfig:
+    """Transport limits and retry bounds."""
+
+    connect_timeout: float = 10.0
+    first_byte_timeout: float = 60.0
+    """Seconds until the response headers arrive."""
+    idle_timeout: float = 60.0
+    """Seconds allowed between two pieces of the body."""
+    max_body_bytes: int = 1024 * 1024
+    """Cap on a non-streamed (JSON) body."""
+    max_stream_bytes: int = 64 * 1024 * 1024
+    """Cap on a streamed body."""
+    max_line_bytes: int = 8 * 1024 * 1024
+    """Cap on one SSE line."""
+    transient_retries: int = 2
+    """Retries of a transient failure before commitment."""
+    backoff: float = 0.25
+    """First backoff delay in seconds (doubled each retry)."""
+    ssrf_guard: SsrfGuard | None = None
+    """Set for custom endpoints: every attempt checks the host first."""
+
+
+@attrs.define
+class TransportStats:
+    """Counters of one subscription, for tests and logs."""
+
+    attempts: int = 0
+    bodies_sent: list[bytes] = attrs.field(factory=list, repr=False)
+    closed: bool = False
+    """The attempt's response was released (normally or by cancellation)."""
+
+
+class _Commit:
+    """Per-attempt commitment bookkeeping."""
+
+    __slots__ = ("committed", "held")
+
+    def __init__(self) -> None:
+        self.committed = False
+        self.held: list[RawStreamChunk] = []
+
+
+def stream_source(
+    adapter: ProviderAdapter,
+    request: HttpRequest,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    config: TransportConfig | None = None,
+    stats: TransportStats | None = None,
+    on_closed: Callable[[], None] | None = None,
+) -> reactivex.Observable[RawStreamChunk]:
+    """A cold observable that performs *request* and emits its raw chunks.
+
+    Args:
+        adapter: The provider's wire format (commitment, rejection, degradation policy).
+        request: The first attempt's request.
+        session: A shared aiohttp session; one is created per subscription when omitted
+            (always so for SSRF-guarded endpoints, whose connections use a pinned resolver).
+        config: Limits and retry bounds.
+        stats: Optional counters filled while the subscription runs.
+        on_closed: Called once the pump task has finished (after a dispose too).
+
+    Returns:
+        An observable; each subscription makes its own HTTP request.
+    """
+    cfg = config or TransportConfig()
+
+    def subscribe(
+        observer: abc.ObserverBase[RawStreamChunk], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        loop = asyncio.get_running_loop()
+        pump = _Pump(adapter, request, session, cfg, stats or TransportStats(), observer)
+        task = loop.create_task(pump.run(), name=f"rxcord:{adapter.name}")
+        if on_closed is not None:
+
+            def closed(_: asyncio.Task[None]) -> None:
+                on_closed()
+
+            task.add_done_callback(closed)
+
+        def dispose() -> None:
+            task.cancel()
+
+        return Disposable(dispose)
+
+    return reactivex.create(subscribe)
+
+
+@attrs.define
+class _Pump:
+    adapter: ProviderAdapter
+    request: HttpRequest
+    session: aiohttp.ClientSession | None
+    cfg: TransportConfig
+    stats: TransportStats
+    observer: abc.ObserverBase[RawStreamChunk]
+
+    async def run(self) -> None:
+        try:
+            await self._attempts()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an observer raising, or a bug: never lost silently
+            self.observer.on_error(exc)
+            return
+        self.observer.on_completed()
+
+    async def _attempts(self) -> None:
+        policy = self.adapter.policy
+        degrader = Degrader(self.request.body, policy) if policy.enabled else None
+        body: Mapping[str, Any] = self.request.body
+        transient_left = self.cfg.transient_retries
+        delay = self.cfg.backoff
+        while True:
+            state = _Commit()
+            failed = await self._one_attempt(body, state)
+            if failed is None:
+                return
+            rejection, failed_raw = failed
+            retry_body = degrader.next_body(rejection) if degrader is not None else None
+            if retry_body is not None and self.stats.attempts < policy.max_attempts:
+                _log.warning(
+                    "{provider}: payload rejected ({kind}); retrying with a degraded body",
+                    provider=self.adapter.name,
+                    kind=rejection.type.value,
+                )
+                body = retry_body
+                continue
+            if rejection.retryable and rejection.type in _TRANSIENT and transient_left > 0:
+                transient_left -= 1
+                _log.warning(
+                    "{provider}: transient failure before output ({kind}); retry in {delay:.2f}s",
+                    provider=self.adapter.name,
+                    kind=rejection.type.value,
+                    delay=delay,
+                )
+                await asyncio.sleep(delay)
+                delay *= 2
+                continue
+            self._emit_held(state)
+            self.observer.on_next(failed_raw)
+            return
+
+    async def _one_attempt(
+        self, body: Mapping[str, Any], state: _Commit
+    ) -> tuple[ProviderError, RawStreamChunk] | None:
+        """Run one attempt; return the rejection (and its chunk) if it failed before commitment."""
+        self.stats.attempts += 1
+        async with contextlib.aclosing(self._chunks(body)) as chunks:
+            async for raw in chunks:
+                if state.committed:
+                    self.observer.on_next(raw)
+                    continue
+                rejection = self.adapter.rejection(raw)
+                if rejection is not None:
+                    # Closing the generator releases the failed response before any retry.
+                    return rejection, raw
+                if self.adapter.is_meaningful(raw):
+                    state.committed = True
+                    self._emit_held(state)
+                    self.observer.on_next(raw)
+                else:
+                    state.held.append(raw)
+        self._emit_held(state)
+        return None
+
+    def _emit_held(self, state: _Commit) -> None:
+        held, state.held = state.held, []
+        for raw in held:
+            self.observer.on_next(raw)
+
+    async def _chunks(self, body: Mapping[str, Any]) -> AsyncGenerator[RawStreamChunk, None]:
+        name = self.adapter.name
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                session = await self._session(stack)
+                data = encode_body(body)
+                self.stats.bodies_sent.append(data)
+                headers = {"Content-Type": "application/json", **self.request.headers}
+                if self.request.stream:
+                    headers.setdefault("Accept", "text/event-stream")
+                timeout = aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.cfg.connect_timeout, sock_read=self.cfg.idle_timeout
+                )
+                async with asyncio.timeout(self.cfg.first_byte_timeout):
+                    response = await stack.enter_async_context(
+                        session.request(
+                            self.request.method,
+                            self.request.url,
+                            data=data,
+                            headers=headers,
+                            timeout=timeout,
+                            allow_redirects=False,
+                        )
+                    )
+                stack.callback(self._mark_closed)
+                async for raw in self._read(response):
+                    yield raw
+        except asyncio.CancelledError:
+            raise
+        except SsrfRefusedError as exc:
+            yield RawStreamChunk(
+                provider=name,
+                error=ProviderError(
+                    type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
+                ),
+            )
+        except SseLineTooLong as exc:
+            yield RawStreamChunk(
+                provider=name,
+                error=ProviderError(
+                    type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
+                ),
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            yield RawStreamChunk(provider=name, error=classify_exception(exc, provider=name))
+
+    def _mark_closed(self) -> None:
+        self.stats.closed = True
+
+    async def _session(self, stack: contextlib.AsyncExitStack) -> aiohttp.ClientSession:
+        guard = self.cfg.ssrf_guard
+        if guard is None and self.session is not None:
+            return self.session
+        connector: aiohttp.TCPConnector | None = None
+        if guard is not None:
+            host = urlsplit(self.request.url).hostname or ""
+            addresses = await guard.check(host)  # raises before any connection exists
+            resolver = PinnedResolver()
+            resolver.pin(host, addresses)
+            connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
+        return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
+
+    async def _read(self, response: aiohttp.ClientResponse) -> AsyncGenerator[RawStreamChunk, None]:
+        name = self.adapter.name
+        status = response.status
+        ctype = response.headers.get("Content-Type", "")
+        if status >= 400:
+            decoded = _decode_json(await _read_capped(response, self.cfg.max_body_bytes))
+            error = classify_http_error(status, decoded, provider=name, headers=dict(response.headers))
+            yield RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
+            return
+        if "text/event-stream" not in ctype:
+            text = await _read_capped(response, self.cfg.max_body_bytes)
+            decoded = _decode_json(text)
+            if isinstance(decoded, str):
+                yield _malformed(name, "response body is not JSON", text)
+                return
+            yield RawStreamChunk(provider=name, data=decoded, metadata={"complete": True, "status": status})
+            return
+        parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
+        total = 0
+        async for piece in response.content.iter_any():
+            total += len(piece)
+            if total > self.cfg.max_stream_bytes:
+                yield _malformed(name, f"stream exceeded {self.cfg.max_stream_bytes} bytes", "")
+                return
+            for event in parser.feed(piece):
+                if event.data == "[DONE]":
+                    return
+                yield _event_chunk(name, event.data, event.event)
+        for event in parser.close():
+            if event.data == "[DONE]":
+                return
+            yield _event_chunk(name, event.data, event.event)
+
+
+def _event_chunk(provider: str, data: str, event: str | None) -> RawStreamChunk:
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        return _malformed(provider, f"malformed SSE data (not JSON) in event {event or 'message'}", data)
+    return RawStreamChunk(provider=provider, data=decoded, event=event)
+
+
+def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:
+    # Broken JSON cannot be turned into text safely: a typed error instead of lost or garbled output.
+    error = ProviderError(
+        type=ErrorType.API_ERROR, message=message, retryable=False, code="malformed_response"
+    )
+    return RawStreamChunk(provider=provider, error=error, data=text[:2000])
+
+
+async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> str:
+    chunks: list[bytes] = []
+    total = 0
+    async for piece in response.content.iter_any():
+        total += len(piece)
+        if total > cap:
+            raise aiohttp.ClientPayloadError(f"response body exceeds {cap} bytes")
+        chunks.append(piece)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def _decode_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

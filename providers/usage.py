@@ -1,0 +1,247 @@
+"""Token usage, normalized across providers, and the per-request usage callback (stage 03).
+
+One meaning for every provider (``pipeline.types.Usage``):
+
+* ``input_tokens`` is all input processed, cache reads and writes included.
+  OpenAI-compatible ``prompt_tokens`` and Gemini ``promptTokenCount`` already
+  include cached input, so their cache counts are *not* added again; Anthropic
+  reports uncached, cache-read and cache-creation input separately, so the
+  three are added to form the total.
+* ``cache_read_tokens`` / ``cache_write_tokens`` are subsets of that total,
+  clamped to it (a read and a write never add up to more than the total).
+  An absent field is ``None`` (unknown); a reported ``0`` stays ``0``.
+* ``output_tokens`` counts every generated token, reasoning included.
+* ``cost`` is what the provider reported (OpenRouter's ``usage.cost``), never an estimate.
+
+``sum_turn_usage`` adds the responses of one turn; a cache field or the cost
+survives only if every response that reported usage reported it.
+
+The usage callback is bound to the request with ``contextvars``
+(``with_usage_callback``), so nested and concurrent requests each reach
+their own recorder. ``report_usage`` is called once per completed provider
+response; a callback that raises is logged and never fails inference.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "clamp_usage",
+    "from_anthropic",
+    "from_gemini",
+    "from_openai",
+    "report_usage",
+    "sum_turn_usage",
+    "usage_callback",
+    "with_usage_callback",
+)
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from loguru import logger
+
+from pipeline.types import Usage
+
+_log = logger.bind(stage="03-usage")
+
+
+def _count(value: object) -> int | None:
+    """A token count, or ``None`` when absent or not a count (bools and negatives are not counts)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0:
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _cost(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = float(value)
+        except ValueError:
+            return None
+        return parsed if math.isfinite(parsed) and parsed >= 0 else None
+    return None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def clamp_usage(usage: Usage) -> Usage:
+    """*usage* with its cache subsets clamped to the input total (reads first, then writes)."""
+    read = usage.cache_read_tokens
+    write = usage.cache_write_tokens
+    total = usage.input_tokens
+    if read is not None:
+        read = min(read, total)
+    if write is not None:
+        write = min(write, total - (read or 0))
+    if read == usage.cache_read_tokens and write == usage.cache_write_tokens:
+        return usage
+    return Usage(
+        input_tokens=total,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cost=usage.cost,
+    )
+
+
+def from_openai(obj: object) -> Usage | None:
+    """Normalize an OpenAI-compatible ``usage`` object (OpenAI, OpenRouter, NVIDIA, vLLM, DeepSeek).
+
+    ``prompt_tokens`` (cached input included) is the input total;
+    ``prompt_tokens_details.cached_tokens`` (or DeepSeek's ``prompt_cache_hit_tokens``)
+    is the cache read; ``cache_write_tokens`` (OpenRouter's ``prompt_tokens_details``)
+    or ``cache_creation_input_tokens`` is the cache write; ``completion_tokens``
+    (reasoning included) is the output; OpenRouter's ``cost`` is kept.
+
+    Returns:
+        ``None`` when *obj* is not a usage object with token counts.
+    """
+    if not isinstance(obj, Mapping):
+        return None
+    prompt = _count(obj.get("prompt_tokens"))
+    completion = _count(obj.get("completion_tokens"))
+    if prompt is None and completion is None:
+        return None
+    details = _mapping(obj.get("prompt_tokens_details"))
+    read = _count(details.get("cached_tokens"))
+    if read is None:
+        read = _count(obj.get("prompt_cache_hit_tokens"))
+    write = _count(details.get("cache_write_tokens"))
+    if write is None:
+        write = _count(obj.get("cache_write_tokens"))
+    if write is None:
+        write = _count(obj.get("cache_creation_input_tokens"))
+    if completion is None:
+        total = _count(obj.get("total_tokens"))
+        completion = max(0, total - (prompt or 0)) if total is not None else 0
+    return clamp_usage(
+        Usage(
+            input_tokens=prompt or 0,
+            output_tokens=completion,
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            cost=_cost(obj.get("cost")),
+        )
+    )
+
+
+def from_gemini(usage_metadata: object) -> Usage | None:
+    """Normalize Gemini ``usageMetadata``.
+
+    ``promptTokenCount`` already includes ``cachedContentTokenCount`` (the cache
+    read) and tool-use prompt tokens are input too; output is
+    ``candidatesTokenCount + thoughtsTokenCount``. Gemini reports no cache write.
+
+    Returns:
+        ``None`` when *usage_metadata* carries no token counts.
+    """
+    if not isinstance(usage_metadata, Mapping):
+        return None
+    prompt = _count(usage_metadata.get("promptTokenCount"))
+    candidates = _count(usage_metadata.get("candidatesTokenCount"))
+    thoughts = _count(usage_metadata.get("thoughtsTokenCount"))
+    if prompt is None and candidates is None and thoughts is None:
+        return None
+    tool_prompt = _count(usage_metadata.get("toolUsePromptTokenCount")) or 0
+    return clamp_usage(
+        Usage(
+            input_tokens=(prompt or 0) + tool_prompt,
+            output_tokens=(candidates or 0) + (thoughts or 0),
+            cache_read_tokens=_count(usage_metadata.get("cachedContentTokenCount")),
+        )
+    )
+
+
+def from_anthropic(
+    input_tokens: int | None,
+    cache_read: int | None,
+    cache_creation: int | None,
+    output_tokens: int | None,
+) -> Usage:
+    """Normalize Anthropic usage: the input total is uncached + cache read + cache creation."""
+    return clamp_usage(
+        Usage(
+            input_tokens=(input_tokens or 0) + (cache_read or 0) + (cache_creation or 0),
+            output_tokens=output_tokens or 0,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_creation,
+        )
+    )
+
+
+def sum_turn_usage(segments: Iterable[Usage | None]) -> Usage | None:
+    """Add up the responses of one turn.
+
+    Segments without usage are skipped. A cache field or the cost is kept only
+    when every segment with usage reported it (otherwise the sum would look
+    exact while missing a part).
+
+    Returns:
+        ``None`` when no segment reported usage.
+    """
+    reported = [segment for segment in segments if segment is not None]
+    if not reported:
+        return None
+
+    def total_of(values: list[int | None]) -> int | None:
+        return None if any(value is None for value in values) else sum(value or 0 for value in values)
+
+    costs = [segment.cost for segment in reported]
+    return clamp_usage(
+        Usage(
+            input_tokens=sum(segment.input_tokens for segment in reported),
+            output_tokens=sum(segment.output_tokens for segment in reported),
+            cache_read_tokens=total_of([segment.cache_read_tokens for segment in reported]),
+            cache_write_tokens=total_of([segment.cache_write_tokens for segment in reported]),
+            cost=None if any(cost is None for cost in costs) else sum(cost or 0.0 for cost in costs),
+        )
+    )
+
+
+usage_callback: ContextVar[Callable[[Usage], None] | None] = ContextVar("rxcord_usage_callback", default=None)
+"""The recorder of the current request: ``report_usage`` sends each completed response's usage to it."""
+
+
+@contextmanager
+def with_usage_callback(callback: Callable[[Usage], None] | None) -> Iterator[None]:
+    """Bind *callback* as the usage recorder for the work inside the block.
+
+    Pass ``None`` to bind "no recorder" explicitly (an unfunded nested request);
+    the outer binding is restored on exit. Tasks created inside the block copy
+    the binding (``contextvars`` semantics).
+    """
+    token = usage_callback.set(callback)
+    try:
+        yield
+    finally:
+        usage_callback.reset(token)
+
+
+def report_usage(usage: Usage | None) -> None:
+    """Send *usage* to the bound recorder, if any (call once per completed provider response).
+
+    Does nothing without a recorder or without usage. A recorder that raises is
+    logged and ignored: reporting never fails inference.
+    """
+    callback = usage_callback.get()
+    if callback is None or usage is None:
+        return
+    try:
+        callback(usage)
+    except Exception as exc:
+        _log.opt(exception=exc).warning("usage recorder failed; inference continues")

@@ -1,0 +1,99 @@
+"""Stage 07 I/O without I/O: a ``DiscordSink`` that records what it is given.
+
+For tests, notebooks and benchmarks of the delivery logic: no HTTP, no rate
+limits, no waiting. It remembers every ``(context, payload)`` and typing call,
+answers with increasing message ids, can raise a chosen exception on the Nth
+send (to exercise stop and error paths), and can optionally validate payloads
+with the emulator's rules so an over-long message fails here as it would on
+Discord.
+"""
+
+from __future__ import annotations
+
+__all__ = ("MemorySink",)
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from pipeline.config import StreamContext
+from pipeline.state import SentMessage
+from sinks.emulator import check_message_payload
+from sinks.rest import discord_error
+
+
+@attrs.define
+class MemorySink:
+    """An in-memory ``DiscordSink``.
+
+    Example::
+
+        sink = MemorySink(failures={3: DiscordStopError(status=403, code=50001)})
+        await sink.create_message(ctx, {"content": "a"})   # id "1"
+        sink.contents()                                     # ["a"]
+
+    Args:
+        failures: Send number (1-based, counting every ``create_message`` call) -> exception to raise.
+        typing_failures: Typing call number (1-based) -> exception to raise.
+        validate: Check payloads with Discord's rules (``check_message_payload``) and raise what
+            ``RestSink`` would raise for the 400.
+        first_id: The first message id handed out.
+    """
+
+    failures: dict[int, BaseException] = attrs.Factory(dict)
+    typing_failures: dict[int, BaseException] = attrs.Factory(dict)
+    validate: bool = False
+    first_id: int = 1
+    sent: list[tuple[StreamContext, dict[str, Any]]] = attrs.field(factory=list, init=False)
+    """Every accepted ``(context, payload)``, in order (payloads are shallow copies)."""
+    typing: list[StreamContext] = attrs.field(factory=list, init=False)
+    """Every accepted typing call's context."""
+    results: list[SentMessage] = attrs.field(factory=list, init=False)
+    """What ``create_message`` returned, in order."""
+    send_calls: int = attrs.field(default=0, init=False)
+    """``create_message`` calls, including failed ones."""
+    typing_calls: int = attrs.field(default=0, init=False)
+
+    def fail_on(self, send_number: int, error: BaseException) -> None:
+        """Raise ``error`` on the ``send_number``-th ``create_message`` call (1-based)."""
+        self.failures[send_number] = error
+
+    async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+        """Record one message and return it with the next id (or raise the injected failure)."""
+        self.send_calls += 1
+        failure = self.failures.pop(self.send_calls, None)
+        if failure is not None:
+            raise failure
+        if self.validate:
+            error = check_message_payload(payload, webhook=context.uses_webhook)
+            if error is not None:
+                raise discord_error(400, error)
+        recorded = dict(payload)
+        channel_id = context.thread_id if context.uses_webhook and context.thread_id else context.channel_id
+        message = SentMessage(
+            payload=recorded, message_id=str(self.first_id + len(self.results)), channel_id=channel_id
+        )
+        self.sent.append((context, recorded))
+        self.results.append(message)
+        return message
+
+    async def trigger_typing(self, context: StreamContext) -> None:
+        """Record one typing call (or raise the injected failure)."""
+        self.typing_calls += 1
+        failure = self.typing_failures.pop(self.typing_calls, None)
+        if failure is not None:
+            raise failure
+        self.typing.append(context)
+
+    def payloads(self, channel_id: str | None = None) -> list[dict[str, Any]]:
+        """Recorded payloads, optionally only those sent to ``channel_id``."""
+        return [
+            message.payload if isinstance(message.payload, dict) else dict(message.payload)
+            for message in self.results
+            if channel_id is None or message.channel_id == channel_id
+        ]
+
+    def contents(self, channel_id: str | None = None) -> list[str]:
+        """The ``content`` of every recorded message (``""`` when absent), optionally for one channel."""
+        return [str(payload.get("content") or "") for payload in self.payloads(channel_id)]

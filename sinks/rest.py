@@ -1,0 +1,419 @@
+"""Stage 07 I/O: deliver messages to Discord over REST, as the bot or through a webhook.
+
+``RestSink`` implements ``sinks.base.DiscordSink`` with aiohttp. It is the seam
+where HTTP becomes rxcord's vocabulary: above it nothing sees an aiohttp
+exception or a status code, only ``SentMessage`` values and the
+``pipeline.errors`` tree (``discord_error`` is the one mapping).
+
+Policy, from ``/work/shared/reference/discord-delivery-facts.md`` §6 and §9:
+
+* **429** is the rate limiter's business (``sinks.ratelimit``): it waits what
+  Discord asks and the request is retried, holding the bucket so order holds.
+* **5xx and connection errors** are retried ``max_retries`` times with capped
+  exponential backoff plus jitter (``Backoff``; the jitter's random source is
+  seedable). A channel message carries a ``nonce`` with ``enforce_nonce: true``
+  (one is generated if the caller gave none) and keeps it across retries, so a
+  retry after a failure that happened *after* Discord stored the message
+  returns that message instead of posting it twice. Webhooks do not support
+  ``enforce_nonce``; their retries cannot be made idempotent.
+* **Other 4xx** are never retried: 403 / 50001 or 50013 stop the stream
+  (``DiscordStopError``, ``missing_access``), 404 / 10003 too
+  (``channel_deleted``), 404 / 10015 and 401 / 50027 mark the webhook dead
+  (``UnknownWebhookError``; later sends to it fail at once without a request,
+  since Discord restricts clients that keep using dead webhooks), anything else
+  is a ``DiscordError``.
+* **A reply whose target is gone** (400 / 50035 ``MESSAGE_REFERENCE_UNKNOWN_MESSAGE``,
+  404 / 10008, or 403 / 160002 when the bot may not read history) is sent
+  once more without ``message_reference``: the answer matters more than the
+  reply arrow.
+* Webhooks cannot reply (Discord ignores ``message_reference`` there), so the
+  sink drops it, along with ``nonce``/``enforce_nonce``; it fills ``username``
+  and ``avatar_url`` from the context's persona when the payload has none.
+
+The bot token and webhook tokens never reach a log line, an exception or a
+repr: routes carry a digest of the webhook token, exceptions are built from
+Discord's JSON, and transport errors are re-raised ``from None`` with secrets
+redacted from their text.
+"""
+
+from __future__ import annotations
+
+__all__ = ("Backoff", "RestSink", "discord_error")
+
+import asyncio
+import json
+import random
+import secrets
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import aiohttp
+import attrs
+from loguru import logger
+
+from pipeline.config import StreamContext
+from pipeline.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from pipeline.state import SentMessage
+from pipeline.types import StopKind
+from sinks.ratelimit import RateLimiter, RateLimitError, Route, webhook_major
+
+_log = logger.bind(stage="07-rest")
+
+USER_AGENT: Final = "DiscordBot (https://github.com/rxcord/rxcord, 0.1.0)"
+"""Discord asks for ``DiscordBot ($url, $version)``."""
+
+_CREATE_TEMPLATE: Final = "/channels/{channel_id}/messages"
+_TYPING_TEMPLATE: Final = "/channels/{channel_id}/typing"
+_WEBHOOK_TEMPLATE: Final = "/webhooks/{webhook_id}/{webhook_token}"
+_REFERENCE_GONE_CODES: Final = frozenset({10008, 160002})
+
+
+@attrs.frozen
+class Backoff:
+    """Capped exponential backoff with additive jitter, for 5xx and connection errors.
+
+    Attempt ``n`` (1-based) waits ``min(cap, base * 2 ** (n - 1)) + uniform(0, jitter)``
+    seconds (hikari's shape: base 2, up to 1 s of jitter, capped at 16 s).
+    """
+
+    base: float = 1.0
+    cap: float = 16.0
+    jitter: float = 1.0
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``attempt``."""
+        exponential: float = self.base * 2.0 ** (attempt - 1)
+        return min(self.cap, exponential) + rng.uniform(0.0, self.jitter)
+
+
+def _flatten_errors(errors: Any, path: str = "") -> list[str]:
+    """Discord's nested ``errors`` tree as ``"In content: Must be ..."`` lines (discord.py's wording)."""
+    lines: list[str] = []
+    if not isinstance(errors, Mapping):
+        return lines
+    for key, value in errors.items():
+        if key == "_errors" and isinstance(value, list):
+            where = path or "body"
+            lines += [f"In {where}: {item.get('message', '')}" for item in value if isinstance(item, Mapping)]
+        else:
+            lines += _flatten_errors(value, f"{path}.{key}" if path else str(key))
+    return lines
+
+
+def _error_codes(errors: Any) -> set[str]:
+    codes: set[str] = set()
+    if isinstance(errors, Mapping):
+        for key, value in errors.items():
+            if key == "_errors" and isinstance(value, list):
+                codes |= {str(item.get("code")) for item in value if isinstance(item, Mapping)}
+            else:
+                codes |= _error_codes(value)
+    return codes
+
+
+def discord_error(status: int, body: Any) -> DiscordError:
+    """Map a Discord error answer to the ``pipeline.errors`` exception stage 07 raises.
+
+    Args:
+        status: The HTTP status.
+        body: The decoded JSON body (``{"code", "message", "errors"}``) or ``None``.
+
+    Returns:
+        ``DiscordStopError`` (``missing_access`` for 403 / 50001, 50013; ``channel_deleted`` for
+        404 / 10003), ``UnknownWebhookError`` (404 / 10015, 401 / 50027) or ``DiscordError``.
+    """
+    code: int | None = None
+    message = f"HTTP {status}"
+    if isinstance(body, Mapping):
+        raw_code = body.get("code")
+        code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
+        message = str(body.get("message") or message)
+        details = _flatten_errors(body.get("errors"))
+        if details:
+            message = f"{message}: {'; '.join(details)}"
+    if status == 403 and code in (50001, 50013):
+        return DiscordStopError(status=status, code=code, message=message, stop_kind=StopKind.MISSING_ACCESS)
+    if status == 404 and code == 10003:
+        return DiscordStopError(status=status, code=code, message=message, stop_kind=StopKind.CHANNEL_DELETED)
+    if (status, code) in ((404, 10015), (401, 50027)):
+        return UnknownWebhookError(status=status, code=code, message=message)
+    return DiscordError(status=status, code=code, message=message)
+
+
+def _reference_gone(status: int, body: Any) -> bool:
+    if not isinstance(body, Mapping):
+        return False
+    code = body.get("code")
+    if code in _REFERENCE_GONE_CODES and status in (403, 404):
+        return True
+    return (
+        status == 400
+        and code == 50035
+        and "MESSAGE_REFERENCE_UNKNOWN_MESSAGE" in _error_codes(body.get("errors"))
+    )
+
+
+@attrs.frozen
+class _Answer:
+    status: int
+    body: Any
+    sent: Mapping[str, Any] | None
+    """The payload of the attempt that got this answer."""
+
+
+class RestSink:
+    """``DiscordSink`` over Discord's REST API (bot token), or a webhook when the context has one.
+
+    Example::
+
+        async with RestSink(base_url, token) as sink:
+            sent = await sink.create_message(StreamContext(channel_id="42"), {"content": "hi"})
+
+    Args:
+        base_url: API base including the version, e.g. ``https://discord.com/api/v10``
+            or an emulator's ``base_url``.
+        token: The bot token (without ``Bot``); ``None`` allows webhook delivery only.
+        session: An aiohttp session to use (not closed by ``aclose``); one is created if ``None``.
+        limiter: A shared ``RateLimiter`` (share one per bot token); a new one if ``None``.
+        max_retries: Retries of 5xx answers and connection errors per message.
+        backoff: Delay policy between those retries.
+        seed: Seed of the jitter's random source (``None``: unpredictable).
+        sleep: Awaitable sleep used for backoff (tests inject a recorder).
+        max_rate_limit_retries: 429s tolerated per message before giving up.
+        timeout: Total seconds per HTTP attempt.
+    """
+
+    __slots__ = (
+        "_backoff",
+        "_base_url",
+        "_dead_webhooks",
+        "_limiter",
+        "_max_rate_limit_retries",
+        "_max_retries",
+        "_owns_session",
+        "_rng",
+        "_session",
+        "_sleep",
+        "_timeout",
+        "_token",
+    )
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        session: aiohttp.ClientSession | None = None,
+        limiter: RateLimiter | None = None,
+        max_retries: int = 5,
+        *,
+        backoff: Backoff = Backoff(),
+        seed: int | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        max_rate_limit_retries: int = 10,
+        timeout: float = 30.0,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._token = token
+        self._session = session
+        self._owns_session = session is None
+        self._limiter = limiter if limiter is not None else RateLimiter()
+        self._max_retries = max_retries
+        self._backoff = backoff
+        self._rng = random.Random(seed)
+        self._sleep = sleep or asyncio.sleep
+        self._max_rate_limit_retries = max_rate_limit_retries
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._dead_webhooks: set[str] = set()
+
+    def __repr__(self) -> str:
+        token = "<hidden>" if self._token else None
+        return f"RestSink(base_url={self._base_url!r}, token={token})"
+
+    @property
+    def limiter(self) -> RateLimiter:
+        """The rate limiter this sink sends through."""
+        return self._limiter
+
+    async def __aenter__(self) -> RestSink:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP session if this sink created it."""
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- DiscordSink ---------------------------------------------------------
+
+    async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+        """Send one message; see the module docstring for retries and error mapping.
+
+        Returns:
+            The message as sent (``payload`` is exactly the JSON of the accepted attempt) and its id.
+
+        Raises:
+            DiscordStopError: missing access or deleted channel (the stream must stop).
+            UnknownWebhookError: the context's webhook is gone.
+            DiscordError: any other refusal, or retries exhausted.
+        """
+        if context.webhook_id is not None and context.webhook_token is not None:
+            return await self._execute_webhook(context, context.webhook_id, context.webhook_token, payload)
+        body = dict(payload)
+        if body.get("nonce") is None:
+            # secrets, not the seeded rng: a nonce repeated within Discord's window
+            # would return an old message instead of posting the new one.
+            body["nonce"] = secrets.token_hex(12)
+        body.setdefault("enforce_nonce", True)
+        route = Route("POST", _CREATE_TEMPLATE, (context.channel_id,))
+        url = f"{self._base_url}/channels/{_quote(context.channel_id)}/messages"
+        answer = await self._exchange(route, url, body, bot=True, secret=None)
+        return self._sent(answer, context.channel_id)
+
+    async def trigger_typing(self, context: StreamContext) -> None:
+        """Show the typing indicator (needs the bot token; a webhook-only sink skips it)."""
+        if self._token is None and context.uses_webhook:
+            return
+        channel_id = context.thread_id if context.uses_webhook and context.thread_id else context.channel_id
+        route = Route("POST", _TYPING_TEMPLATE, (channel_id,))
+        url = f"{self._base_url}/channels/{_quote(channel_id)}/typing"
+        answer = await self._exchange(route, url, None, bot=True, secret=None)
+        if answer.status >= 300:
+            raise discord_error(answer.status, answer.body)
+
+    # -- internals -----------------------------------------------------------
+
+    async def _execute_webhook(
+        self, context: StreamContext, webhook_id: str, webhook_token: str, payload: Mapping[str, Any]
+    ) -> SentMessage:
+        if webhook_id in self._dead_webhooks:
+            raise UnknownWebhookError(
+                status=404, code=10015, message="Unknown Webhook (seen before; not retried)"
+            )
+        body = {k: v for k, v in payload.items() if k not in ("nonce", "enforce_nonce", "message_reference")}
+        if context.persona_username is not None:
+            body.setdefault("username", context.persona_username)
+        if context.persona_avatar_url is not None:
+            body.setdefault("avatar_url", context.persona_avatar_url)
+        query = {"wait": "true"}
+        if context.thread_id is not None:
+            query["thread_id"] = context.thread_id
+        url = (
+            f"{self._base_url}/webhooks/{_quote(webhook_id)}/{_quote(webhook_token)}"
+            f"?{urllib.parse.urlencode(query)}"
+        )
+        route = Route("POST", _WEBHOOK_TEMPLATE, webhook_major(webhook_id, webhook_token))
+        try:
+            answer = await self._exchange(route, url, body, bot=False, secret=webhook_token)
+            return self._sent(answer, context.thread_id or context.channel_id)
+        except UnknownWebhookError:
+            self._dead_webhooks.add(webhook_id)
+            raise
+
+    def _sent(self, answer: _Answer, fallback_channel: str) -> SentMessage:
+        if answer.status >= 300:
+            raise discord_error(answer.status, answer.body)
+        body = answer.body if isinstance(answer.body, Mapping) else {}
+        message_id = body.get("id")
+        channel_id = body.get("channel_id") or fallback_channel
+        return SentMessage(
+            payload=answer.sent or {},
+            message_id=str(message_id) if message_id is not None else None,
+            channel_id=str(channel_id),
+        )
+
+    def _redact(self, text: str, secret: str | None) -> str:
+        for value in (self._token, secret):
+            if value:
+                text = text.replace(value, "<redacted>")
+        return text
+
+    async def _exchange(
+        self, route: Route, url: str, payload: Mapping[str, Any] | None, *, bot: bool, secret: str | None
+    ) -> _Answer:
+        """One logical request: rate-limited, retried, with the reply fallback; returns the final answer."""
+        if bot and self._token is None:
+            raise DiscordError(status=0, message=f"{route.key} needs a bot token; this sink has none")
+        failures = 0
+        limited = 0
+        where = route.major[0] if route.major else ""
+        async with self._limiter.acquire(route) as slot:
+            while True:
+                await slot.wait()
+                try:
+                    status, headers, body = await self._send(route.method, url, payload, bot=bot)
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    failures += 1
+                    reason = self._redact(f"{type(exc).__name__}: {exc}", secret)
+                    if failures > self._max_retries:
+                        raise DiscordError(
+                            status=0, message=f"{route.key} failed after {failures} attempts: {reason}"
+                        ) from None
+                    await self._wait_backoff(failures, route, where, reason)
+                    continue
+                _log.debug("{route} ({where}) -> {status}", route=route.key, where=where, status=status)
+                if slot.update(status, headers, body) is not None:
+                    limited += 1
+                    if limited > self._max_rate_limit_retries:
+                        raise RateLimitError(
+                            status=429, message=f"{route.key} still rate limited after {limited} tries"
+                        )
+                    continue
+                if status >= 500:
+                    failures += 1
+                    if failures > self._max_retries:
+                        return _Answer(status, body, payload)
+                    await self._wait_backoff(failures, route, where, f"HTTP {status}")
+                    continue
+                if payload is not None and "message_reference" in payload and _reference_gone(status, body):
+                    _log.warning(
+                        "{route} ({where}): reply target gone, sending without the reference",
+                        route=route.key,
+                        where=where,
+                    )
+                    payload = {k: v for k, v in payload.items() if k != "message_reference"}
+                    continue
+                return _Answer(status, body, payload)
+
+    async def _wait_backoff(self, failures: int, route: Route, where: str, reason: str) -> None:
+        delay = self._backoff.delay(failures, self._rng)
+        _log.warning(
+            "{route} ({where}) failed ({reason}); retry {n}/{max} in {delay:.2f} s",
+            route=route.key,
+            where=where,
+            reason=reason,
+            n=failures,
+            max=self._max_retries,
+            delay=delay,
+        )
+        await self._sleep(delay)
+
+    async def _send(
+        self, method: str, url: str, payload: Mapping[str, Any] | None, *, bot: bool
+    ) -> tuple[int, Mapping[str, str], Any]:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        headers = {"User-Agent": USER_AGENT}
+        if bot and self._token is not None:
+            headers["Authorization"] = f"Bot {self._token}"
+        data = json.dumps(payload).encode() if payload is not None else None
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        async with self._session.request(
+            method, url, data=data, headers=headers, timeout=self._timeout
+        ) as response:
+            raw = await response.read()
+            body: Any = None
+            if raw and response.content_type == "application/json":
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = None
+            return response.status, response.headers, body
+
+
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")

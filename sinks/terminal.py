@@ -1,0 +1,36 @@
+"""A sink that prints messages to a text stream (``rxcord chat`` without Discord)."""
+
+from __future__ import annotations
+
+__all__ = ("TerminalSink",)
+
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import attrs
+
+from pipeline.config import StreamContext
+from pipeline.state import SentMessage
+
+
+@attrs.define
+class TerminalSink:
+    """Prints each message's content (and embed titles) as it is "sent"."""
+
+    out: TextIO = attrs.field(factory=lambda: sys.stdout)
+    count: int = 0
+
+    async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+        """Print the message."""
+        self.count += 1
+        content = payload.get("content")
+        if content:
+            self.out.write(content + "\n")
+        for embed in payload.get("embeds") or []:
+            self.out.write(f"[{embed.get('title', 'error')}] {embed.get('description', '')}\n")
+        self.out.flush()
+        return SentMessage(payload=dict(payload), message_id=str(self.count), channel_id=context.channel_id)
+
+    async def trigger_typing(self, context: StreamContext) -> None:
+        """Nothing to show in a terminal."""
