@@ -180,6 +180,9 @@ _PLAIN_RUN: Final = re.compile(r"[^\s`<>\[\]().!?…。！？\"')*_~”’»」�
 _ANGLE_MAX: Final = 256
 _LINK_MAX: Final = 1024
 _OL_RE: Final = re.compile(r"\d{1,9}[.)][ \t]")
+_MARKER_START: Final = frozenset("-*+>#0123456789`~")
+"""First characters of line-start markdown (bullets, quotes, headings, numbered items, fences)."""
+_LOOK_MAX: Final = 12
 _OL_PREFIX_RE: Final = re.compile(r"\d{1,9}[.)]?")
 
 # Line kinds.
@@ -228,16 +231,20 @@ def is_grapheme_boundary(text: str, i: int) -> bool:
     """Whether a cut between ``text[i - 1]`` and ``text[i]`` keeps every grapheme cluster whole.
 
     A compact form of the Unicode rules (UAX #29) that matter for chat text:
-    CR LF, combining marks and other extenders, spacing marks, anything after
-    a zero-width joiner (emoji ZWJ sequences; a space after one may still be
-    cut), regional-indicator pairs (flags) and Hangul syllable sequences. The
-    ends of the text are boundaries.
+    CR LF (a line break is always a cluster of its own), combining marks and
+    other extenders, spacing marks, anything after a zero-width joiner (emoji
+    ZWJ sequences; a space after one may still be cut), regional-indicator
+    pairs (flags) and Hangul syllable sequences. The ends of the text are
+    boundaries.
     """
     if i <= 0 or i >= len(text):
         return True
     a, b = text[i - 1], text[i]
     if a == "\r" and b == "\n":
         return False
+    if a in "\r\n" or b in "\r\n":
+        # Line breaks are clusters of their own, even before a combining mark.
+        return True
     if _is_extend(b):
         return False
     if a == _ZWJ and not b.isspace():
@@ -392,6 +399,37 @@ def _run_len(text: str, char: str) -> int:
     return len(text) - len(text.lstrip(char))
 
 
+def _line_marker(look: str) -> int:
+    """Whether *look* starts with line-start markdown: 1 yes, 0 no, -1 not known yet."""
+    c = look[0]
+    n = len(look)
+    if c in "`~":
+        run = _run_len(look, c)
+        return 1 if run >= 3 else -1 if run == n else 0
+    if c in "-*+":
+        if n < 2:
+            return -1
+        if look[1] in " \t":
+            return 1
+        if c == "-" and look[1] == "#":
+            return -1 if n < 3 else int(look[2] in " \t")
+        return 0
+    if c == ">":
+        if look.startswith(">>>"):
+            return -1 if n < 4 else int(look[3] in " \t")
+        if n < 2 or look == ">>":
+            return -1
+        return int(look[1] in " \t")
+    if c == "#":
+        run = _run_len(look, "#")
+        if run > 3:
+            return 0
+        return -1 if run == n else int(look[run] in " \t")
+    if _OL_RE.match(look):
+        return 1
+    return -1 if _OL_PREFIX_RE.fullmatch(look) else 0
+
+
 @attrs.define
 class MarkdownScanner:
     """Reads text incrementally and records the places where it may be cut.
@@ -432,6 +470,10 @@ class MarkdownScanner:
     _ws_ok: bool = False
     _ws_sentence: bool = False
     _ws_block: bool = False
+    # A word cut waiting for the text after it: a cut before `- `, `# `, `> `, `1. ` or a
+    # fence marker in the middle of a line would turn it into markdown in the next message.
+    _deferred: Cut | None = None
+    _look: str = ""
     # Inline state.
     _code: int = 0
     _ticks: int = 0
@@ -486,6 +528,10 @@ class MarkdownScanner:
             self._end_fence_line(eof=True)
         if self._ticks:
             self._settle_ticks()
+        if self._deferred is not None:
+            if _line_marker(self._look) != 1:
+                self.cuts.append(self._deferred)
+            self._deferred = None
         if self.table_start is not None:
             self._end_table(self.pos)
 
@@ -687,6 +733,8 @@ class MarkdownScanner:
         p = self.pos
         if self._ticks:
             self._settle_ticks()
+        if self._deferred is not None:
+            self._look_more("\n")
         if self._ws_start < 0 and self._seen:
             self._start_run(p)
         if self._ws_start >= 0:
@@ -714,6 +762,8 @@ class MarkdownScanner:
                 j = match.end()
                 self._char(c)
                 rest = j - i - 1
+                if rest and self._deferred is not None:
+                    self._look_more(text[i + 1 : min(j, i + 1 + _LOOK_MAX)])
                 if rest:
                     self._sentence = self._cjk = False
                     if self._angle >= 0:
@@ -726,7 +776,7 @@ class MarkdownScanner:
                 i = j
                 continue
             if c.isspace():
-                self._space()
+                self._space(c)
             else:
                 self._char(c)
             self.pos += 1
@@ -751,9 +801,11 @@ class MarkdownScanner:
         self._ws_sentence = self._sentence
         self._ws_block = False
 
-    def _space(self) -> None:
+    def _space(self, c: str) -> None:
         if self._ticks:
             self._settle_ticks()
+        if self._deferred is not None:
+            self._look_more(c)
         self._angle_pending = self._after_bracket = False
         if self._angle >= 0:
             self._angle += 1
@@ -772,7 +824,7 @@ class MarkdownScanner:
         if self._ws_nl == 0:
             if self._ws_ok and not _is_extend(c):
                 level = Level.SENTENCE if self._ws_sentence else Level.WORD
-                self.cuts.append(Cut(a, self.pos, level))
+                self._add_word_cut(Cut(a, self.pos, level), c)
             return
         if self.table_start is not None and self.table_start < self._line_start:
             return
@@ -781,12 +833,33 @@ class MarkdownScanner:
         level = Level.PARAGRAPH if self._ws_nl >= 2 or self._ws_block else Level.LINE
         self.cuts.append(Cut(a, self._ws_last_nl, level))
 
+    def _add_word_cut(self, cut: Cut, c: str) -> None:
+        """Record a cut inside a line, or hold it while *c* may start line-start markdown."""
+        if c in _MARKER_START:
+            self._deferred = cut
+            self._look = c
+        else:
+            self.cuts.append(cut)
+
+    def _look_more(self, text: str) -> None:
+        """Text after a held cut: record the cut once it is known not to precede a line marker."""
+        assert self._deferred is not None
+        self._look += text
+        verdict = _line_marker(self._look)
+        if verdict < 0 and len(self._look) < _LOOK_MAX:
+            return
+        if verdict != 1:
+            self.cuts.append(self._deferred)
+        self._deferred = None
+
     def _char(self, c: str) -> None:
         """One non-whitespace character at ``self.pos``."""
+        if self._deferred is not None:
+            self._look_more(c)
         if self._ws_start >= 0:
             self._confirm(c)
         elif self._cjk and c not in _CLOSERS and not _is_extend(c) and self._can_cut():
-            self.cuts.append(Cut(self.pos, self.pos, Level.SENTENCE))
+            self._add_word_cut(Cut(self.pos, self.pos, Level.SENTENCE), c)
         self._seen = True
         if c == "`":
             self._ticks += 1

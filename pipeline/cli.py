@@ -108,21 +108,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "demo":
             from pipeline.demo import run_demo
 
-            asyncio.run(run_demo(print))
+            asyncio.run(run_demo(_say))
         elif args.command == "emulator":
             from pipeline.emulator_command import serve_emulator
 
-            asyncio.run(serve_emulator(args.port, print))
+            asyncio.run(serve_emulator(args.port, _say))
         elif args.command == "chat":
             from pipeline.chat_command import chat_command
 
-            asyncio.run(chat_command(args, print))
+            asyncio.run(chat_command(args, _say))
     except (InputError, MissingCredentialError) as exc:
         sys.stderr.write(f"rxcord: {exc}\n")
         return 2
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _say(line: str) -> None:
+    # Flushed, so a parent process reading our stdout (tests, a bot's supervisor) sees it at once.
+    print(line, flush=True)
 
 
 def _print(report: dict[str, object], *, as_json: bool) -> None:

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 __all__ = ("serve_emulator",)
 
-import asyncio
 from collections.abc import Callable
 
 
 async def serve_emulator(port: int, out: Callable[[str], None]) -> None:
-    """Start the emulator on *port* (0: any free port), print its base URL, serve until cancelled."""
-    from sinks.emulator import DiscordEmulator, EmulatorConfig
+    """Serve the emulator on *port* (0: any free port); print its base URL and bot token once ready."""
+    from sinks.emulator import EmulatorConfig, run_forever
 
-    emulator = DiscordEmulator(EmulatorConfig())
-    base_url = await emulator.start(port=port)
-    out(base_url)
-    out(f"bot token: {emulator.config.token}")
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await emulator.close()
+    config = EmulatorConfig()
+
+    def ready(base_url: str) -> None:
+        out(base_url)
+        out(f"bot token: {config.token}")
+
+    await run_forever("127.0.0.1", port, config, ready=ready)
