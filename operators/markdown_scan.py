@@ -53,7 +53,8 @@ Bare URLs, ``@everyone`` and custom emoji hold no whitespace, so no cut point
 is ever inside one. Line kinds follow CommonMark where Discord agrees: a
 fence is a line starting (after any indentation) with three or more backticks
 (whose info string holds no backtick) or tildes, closed by a line of at least
-as many of the same character and nothing else. Three backticks in the
+as many of the same character and nothing else; a ``>>> `` line may open one,
+as Discord renders a block inside a quote. Three backticks in the
 middle of a line are treated as an inline code run, which is also
 conservative for Discord (which renders them as a block).
 
@@ -124,11 +125,16 @@ class Fence:
     def reopen(self, limit: int) -> str:
         """Text that starts the piece after a cut: the opening line (language kept) and a line break.
 
+        A ``>>> `` before the marker is left out: quotes are reopened on their own.
+
         An opening line longer than a quarter of *limit* is replaced by the bare
         marker (or by three fence characters when even the marker is that long),
         so a piece always has room for content.
         """
         line = self.opener.strip()
+        if line.startswith(">>>"):
+            # The quote is reopened separately (it spans the whole message).
+            line = line[3:].lstrip()
         if len(line) > limit // 4:
             line = self.marker if self.length <= limit // 4 else self.char * 3
         return line + "\n"
@@ -622,7 +628,19 @@ class MarkdownScanner:
             return -1 if not complete and _OL_PREFIX_RE.fullmatch(s) else _PLAIN
         if c == ">":
             if len(s) > 3 and s.startswith(">>>"):
-                return _QUOTE if s[3] in " \t" else _PLAIN
+                if s[3] not in " \t":
+                    return _PLAIN
+                # Discord renders a block inside the quote: `>>> ```py` opens a fence.
+                rest = s[4:].lstrip(" \t")
+                if not rest:
+                    return _QUOTE if complete else -1
+                if rest[0] in "`~":
+                    run = _run_len(rest, rest[0])
+                    if run >= 3:
+                        return _OPEN_CAND
+                    if run == len(rest) and not complete:
+                        return -1
+                return _QUOTE
             return -1 if not complete and ">>>".startswith(s) else _PLAIN
         return _PLAIN
 
@@ -652,6 +670,8 @@ class MarkdownScanner:
         if kind == _OPEN_CAND:
             if self._ws_start >= 0:
                 self._confirm(head[0])
+            if head[0] == ">" and self.quote_from is None:
+                self.quote_from = start
             self._seen = True
             self._kind = kind
             self._line = [ws, head]
@@ -680,14 +700,17 @@ class MarkdownScanner:
         line = "".join(self._line)
         self._line = []
         start = self._line_start
-        body = line.lstrip()
+        text = body = line.lstrip()
         if self._kind == _OPEN_CAND:
+            quoted = body.startswith(">")
+            if quoted:
+                body = body[3:].lstrip(" \t")
             char = body[0]
             run = _run_len(body, char)
             if char == "`" and "`" in body[run:]:
                 # Not a fence: backticks in the info string. Read the line as prose.
-                self._kind = _PLAIN
-                self._feed_inline(body, 0, len(body))
+                self._kind = _QUOTE if quoted else _PLAIN
+                self._feed_inline(text, 0, len(text))
                 if not eof:
                     self._newline()
                 return

@@ -41,6 +41,7 @@ from __future__ import annotations
 __all__ = ("MIN_LIMIT", "split_message")
 
 import bisect
+import re
 from typing import Final
 
 from operators.markdown_scan import (
@@ -53,6 +54,8 @@ from operators.markdown_scan import (
     token_spans,
 )
 from pipeline.config import DISCORD_MESSAGE_LIMIT
+
+_FENCE_RUN: Final = re.compile(r"`{3,}|~{3,}")
 
 MIN_LIMIT: Final = 32
 """Smallest limit accepted: room for a fence close, a reopened fence, a ``>>> `` and some content."""
@@ -192,11 +195,19 @@ class _Splitter:
             elif span.start > start:
                 cut = span.start
         floor = start + 1
-        while cut > floor and not is_grapheme_boundary(body, cut):
+        while True:
+            while cut > floor and not is_grapheme_boundary(body, cut):
+                cut -= 1
+            if fence is None:
+                spans = self._spans
+                k = bisect.bisect_left(spans, (cut, -1)) - 1
+                if k >= 0 and spans[k][0] < cut < spans[k][1] and spans[k][0] > start:
+                    cut = spans[k][0]
+            # A fence run from the middle of a line would open a block in the next message.
+            following = _skip_space(body, cut)
+            if fence is not None or cut <= floor or body[following - 1] == "\n":
+                break
+            if not _FENCE_RUN.match(body, following):
+                break
             cut -= 1
-        if fence is None:
-            spans = self._spans
-            k = bisect.bisect_left(spans, (cut, -1)) - 1
-            if k >= 0 and spans[k][0] < cut < spans[k][1] and spans[k][0] > start:
-                cut = spans[k][0]
         return cut, fence

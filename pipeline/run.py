@@ -125,7 +125,7 @@ async def stream_to_discord(
     request: ChatRequest,
     *,
     sink: DiscordSink,
-    base_url: str,
+    base_url: str | None,
     api_key: str | None,
     context: StreamContext | None = None,
     config: StreamConfig | None = None,

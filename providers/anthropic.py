@@ -41,6 +41,7 @@ because the orchestrator ends the stream at an error.
 from __future__ import annotations
 
 __all__ = (
+    "ANTHROPIC_BASE_URL",
     "ANTHROPIC_THINKING_BUDGETS",
     "ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
@@ -100,6 +101,9 @@ ANTHROPIC_THINKING_BUDGETS: Final[Mapping[str, int]] = {
 """
 
 _NO_THINKING: Final = frozenset({"none", "off", "0", "disabled"})
+
+ANTHROPIC_BASE_URL: Final = "https://api.anthropic.com"
+"""The public API base URL (used when no base URL is given)."""
 
 _POLICY: Final = DegradationPolicy(
     enabled=False,
@@ -629,14 +633,14 @@ class AnthropicAdapter:
         return _POLICY
 
     def build_request(
-        self, request: ChatRequest, *, base_url: str, api_key: str | None, stream: bool = True
+        self, request: ChatRequest, *, base_url: str | None = None, api_key: str | None, stream: bool = True
     ) -> HttpRequest:
         """POST ``{base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version``."""
         headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
         return HttpRequest(
-            url=f"{base_url.rstrip('/')}/v1/messages",
+            url=f"{(base_url or ANTHROPIC_BASE_URL).rstrip('/')}/v1/messages",
             body=build_anthropic_body(request, stream=stream),
             headers=headers,
             stream=stream,

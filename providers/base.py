@@ -67,9 +67,9 @@ class ProviderAdapter(Protocol):
         ...
 
     def build_request(
-        self, request: ChatRequest, *, base_url: str, api_key: str | None, stream: bool = True
+        self, request: ChatRequest, *, base_url: str | None = None, api_key: str | None, stream: bool = True
     ) -> HttpRequest:
-        """Stage 01: the native request for *request*."""
+        """Stage 01: the native request for *request* (``base_url=None``: the provider's public API)."""
         ...
 
     def new_normalizer(self) -> ChunkNormalizer:

@@ -42,6 +42,7 @@ degenerate loop anyway.
 from __future__ import annotations
 
 __all__ = (
+    "GOOGLE_BASE_URL",
     "GEMINI_THINKING_BUDGETS",
     "MIN_RESENT_PART_CHARS",
     "GeminiNormalizer",
@@ -97,6 +98,9 @@ GEMINI_THINKING_BUDGETS: Final[Mapping[str, int]] = {
     "high": 24576,
 }
 """``SamplerSettings.reasoning_effort`` to ``thinkingConfig.thinkingBudget`` (a digit string: as is)."""
+
+GOOGLE_BASE_URL: Final = "https://generativelanguage.googleapis.com"
+"""The public API base URL (used when no base URL is given)."""
 
 _POLICY: Final = DegradationPolicy(
     enabled=False,
@@ -579,7 +583,7 @@ class GoogleAdapter:
         return _POLICY
 
     def build_request(
-        self, request: ChatRequest, *, base_url: str, api_key: str | None, stream: bool = True
+        self, request: ChatRequest, *, base_url: str | None = None, api_key: str | None, stream: bool = True
     ) -> HttpRequest:
         """POST ``{base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
 
@@ -590,7 +594,9 @@ class GoogleAdapter:
         """
         model = request.model.removeprefix("models/")
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        url = f"{base_url.rstrip('/')}/v1beta/models/{quote(model, safe='-._~')}:{method}"
+        url = (
+            f"{(base_url or GOOGLE_BASE_URL).rstrip('/')}/v1beta/models/{quote(model, safe='-._~')}:{method}"
+        )
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["x-goog-api-key"] = api_key

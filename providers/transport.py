@@ -301,6 +301,17 @@ class _Pump:
             error = classify_http_error(status, decoded, provider=name, headers=dict(response.headers))
             yield RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
             return
+        if 300 <= status < 400:
+            # Redirects are never followed: a custom endpoint could bounce us to an unchecked host.
+            error = ProviderError(
+                type=ErrorType.API_ERROR,
+                message=f"the provider answered HTTP {status} (a redirect); redirects are not followed",
+                retryable=False,
+                code="redirect_refused",
+                status=status,
+            )
+            yield RawStreamChunk(provider=name, error=error, metadata={"status": status})
+            return
         if "text/event-stream" not in ctype:
             text = await _read_capped(response, self.cfg.max_body_bytes)
             decoded = _decode_json(text)

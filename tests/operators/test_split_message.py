@@ -20,11 +20,14 @@ _CLOSE = re.compile(r"(`{3,}|~{3,})\s*")
 
 
 def fences_balanced(message: str) -> bool:
-    """Whether every fenced block opened in *message* is closed in it (CommonMark line rules)."""
+    """Whether every fenced block opened in *message* is closed in it (CommonMark line rules; a
+    ``>>> `` quote line may open a block, as in Discord)."""
     marker: str | None = None
     for line in message.split("\n"):
         body = line.lstrip()
         if marker is None:
+            if body.startswith((">>> ", ">>>\t")):
+                body = body[4:].lstrip(" \t")
             m = _OPEN.match(body)
             if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
                 marker = m.group(1)

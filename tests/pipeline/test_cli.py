@@ -86,7 +86,9 @@ def test_bad_flag_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().err.count("\n") == 1
 
 
-def test_http_error_capture_is_a_result_not_a_crash(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_http_error_capture_is_a_result_not_a_crash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """An error status exits 0 with status error; the non-retryable error is shown as one embed."""
     capture = tmp_path / "err.json"
     capture.write_text('{"error": {"message": "Invalid API key", "type": "invalid_request_error"}}')
@@ -109,7 +111,9 @@ async def test_emulator_command_serves_and_prints_base_url() -> None:
         token = (await asyncio.wait_for(proc.stdout.readline(), 5)).decode().split(": ", 1)[1].strip()
         assert base_url.startswith("http://127.0.0.1:")
         async with aiohttp.ClientSession() as session:
-            async with session.get(f"{base_url}/users/@me", headers={"Authorization": f"Bot {token}"}) as resp:
+            async with session.get(
+                f"{base_url}/users/@me", headers={"Authorization": f"Bot {token}"}
+            ) as resp:
                 assert resp.status == 200 and (await resp.json())["bot"] is True
     finally:
         proc.terminate()
@@ -119,7 +123,11 @@ async def test_emulator_command_serves_and_prints_base_url() -> None:
 def test_demo_runs_offline_and_prints_messages() -> None:
     """`rxcord demo` streams the bundled replies into the emulator and summarizes each result."""
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "demo"], capture_output=True, text=True, timeout=180, check=False
+        [sys.executable, "-m", "pipeline.cli", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("status=completed") == 3

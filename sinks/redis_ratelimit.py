@@ -1,0 +1,650 @@
+"""Stage 07: the Discord rate limiter shared through Redis, for bots that run several processes.
+
+Why a shared limiter?
+---------------------
+Discord counts per bot token, not per process. Four shard processes that each
+run the in-process ``sinks.ratelimit.RateLimiter`` each believe they own the
+whole global budget (50 requests per second) and every bucket, so together
+they send four times too fast and collect 429s. ``RedisRateLimiter`` keeps the
+limiter's *state* in Redis and runs the *same algorithm* as the in-process one
+(read its module docstring first: buckets keyed by (bucket hash, major
+parameters) once ``X-RateLimit-Bucket`` names the hash, pre-emptive waits from
+``Remaining`` / ``Reset-After``, 429 blocks, the proactive global meter and the
+global pause), as two Lua scripts that Redis runs atomically:
+
+* **take** (``slot.wait()``): resolve the route to its bucket key through the
+  shared route -> hash map, compute the wait exactly as ``Slot.wait`` does
+  (bucket block, bucket slot, global pause), and when nothing blocks, spend
+  the bucket slot and reserve a global meter token.
+* **learn** (``slot.update(...)``): file the route under the hash the response
+  named, refresh limit / remaining / reset from the headers, and record a 429
+  as a bucket block or a global pause.
+
+Every timestamp in Redis is Redis's own clock (``TIME``), and only relative
+durations cross the wire (``Reset-After``, ``retry_after``, the wait a script
+returns), so processes on machines with skewed clocks agree.
+
+What changes when several processes share a bucket
+--------------------------------------------------
+In-process, a bucket's ``asyncio.Lock`` keeps one request per bucket in
+flight, so every response describes the bucket as it is. Across processes two
+requests can be in flight on one bucket, and a response may describe the
+bucket *before* the other request arrived. Overwriting ``remaining`` with it
+would over-count free slots. So each take gets a sequence number, and a
+response for take ``s`` is applied as ``remaining = R - (takes after s)``
+(every later take counted as not yet seen by Discord, which can only
+under-count), and a response older than the last one applied is ignored.
+With one process per bucket (the usual case: a channel's stream runs in one
+process, and the per-process FIFO lock is kept for order) nothing is taken
+after ``s`` before the answer is learnt, and this is exactly the in-process
+update.
+
+The global meter is a GCRA shared by all processes. In-process it is polled
+(wait, re-check, take). Two hundred streams polling one Redis key would wake
+together on every token and hammer Redis, so the take script instead
+*reserves* the next token in virtual time: it pushes the theoretical arrival
+time one interval forward and returns how long the caller must sleep before
+sending. Same meter, same rate, one round trip per request.
+
+Not shared: the invalid-request budget (401/403/429 -> Cloudflare ban). That
+ban is per IP, not per token; processes on other machines have their own IPs,
+so each process keeps its own count, as the in-process limiter does.
+
+When Redis is down or slow
+--------------------------
+Every Redis call has a deadline (``redis_timeout``). When one fails or times
+out, the limiter logs it once and falls back to its own in-process state (it
+*is* a ``RateLimiter``: every response is also learnt locally, so the local
+buckets are warm) with a **conservative** global meter: the global limit
+divided by the number of limiter processes Redis last reported (or by
+``fallback_processes`` if larger), starting with no burst allowance, because
+the others may just have used the whole budget. Streams keep going. A request
+is never sent twice because of Redis: the limiter only decides *when* a
+request leaves; retries remain ``RestSink``'s (with its nonces). At most one
+probe per ``retry_interval`` tries Redis again; the first one that succeeds
+logs the recovery and the shared state is used from then on (scripts are
+reloaded by ``EVALSHA`` -> ``NOSCRIPT`` -> ``EVAL`` if the server restarted empty).
+
+Keys
+----
+All keys of one bot token share the prefix ``rxcord:{<namespace>}`` (the braces
+are a cluster hash tag, so the scripts' keys stay in one slot). Give every
+process of one token the same namespace (``token_namespace(token)`` derives
+one without exposing the token) and different tokens different ones. Keys
+expire after ``state_ttl`` seconds without use.
+"""
+
+from __future__ import annotations
+
+__all__ = ("RedisLimiterStats", "RedisRateLimiter", "RedisSlot", "make_limiter", "token_namespace")
+
+import asyncio
+import contextlib
+import hashlib
+import math
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import attrs
+import redis.asyncio as aioredis
+from loguru import logger
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from sinks.ratelimit import Clock, RateLimited, RateLimiter, Route, Sleep, Slot
+
+_log = logger.bind(stage="07-ratelimit-redis")
+
+_EPSILON: Final = 1e-9
+
+_PRELUDE: Final = """
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local function fmt(x) return string.format('%.6f', x) end
+local ttl = tonumber(ARGV[6])
+"""
+
+_TAKE: Final = (
+    _PRELUDE
+    + """
+-- KEYS: 1 route -> hash map, 2 global state, 3 live limiter processes
+-- ARGV: 1 prefix, 2 route key, 3 major, 4 meter interval, 5 meter period, 6 ttl ms, 7 process id
+local hash = redis.call('HGET', KEYS[1], ARGV[2])
+local key
+if hash then
+  key = ARGV[1] .. ':b:' .. hash .. ':' .. ARGV[3]
+else
+  key = ARGV[1] .. ':r:' .. ARGV[2] .. ':' .. ARGV[3]
+end
+redis.call('ZADD', KEYS[3], now, ARGV[7])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 60)
+redis.call('PEXPIRE', KEYS[3], ttl)
+local peers = redis.call('ZCARD', KEYS[3])
+
+local b = redis.call('HMGET', key, 'limit', 'remaining', 'reset_at', 'slot_at', 'blocked_until', 'seq')
+local limit = tonumber(b[1])
+local remaining = tonumber(b[2])
+local reset_at = tonumber(b[3]) or 0
+local slot_at = tonumber(b[4]) or 0
+local seq = tonumber(b[6]) or 0
+local delay = (tonumber(b[5]) or 0) - now
+if remaining ~= nil and remaining <= 0 then
+  if now + 1e-9 >= reset_at then
+    remaining = limit
+  else
+    delay = math.max(delay, slot_at - now)
+  end
+end
+local g = redis.call('HMGET', KEYS[2], 'tat', 'paused_until')
+delay = math.max(delay, (tonumber(g[2]) or 0) - now)
+if delay > 1e-9 then
+  return {0, fmt(delay), key, seq, peers}
+end
+
+seq = seq + 1
+if remaining ~= nil then
+  remaining = remaining - 1
+  if remaining <= 0 and slot_at <= now then
+    slot_at = reset_at
+  end
+  redis.call('HSET', key, 'seq', seq, 'remaining', remaining, 'slot_at', fmt(slot_at))
+else
+  redis.call('HSET', key, 'seq', seq)
+end
+redis.call('PEXPIRE', key, ttl)
+
+local wait = 0
+local interval = tonumber(ARGV[4])
+if interval > 0 then
+  local tat = math.max(tonumber(g[1]) or now, now)
+  wait = math.max(0, tat + interval - tonumber(ARGV[5]) - now)
+  redis.call('HSET', KEYS[2], 'tat', fmt(tat + interval))
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
+return {1, fmt(wait), key, seq, peers}
+"""
+)
+"""Wait or take: one bucket slot and one reserved global token (``Slot.wait`` in Lua)."""
+
+_LEARN: Final = (
+    _PRELUDE
+    + """
+-- KEYS: 1 the key the take used, 2 route -> hash map, 3 global state
+-- ARGV: 1 prefix, 2 route key, 3 major, 4 take seq, 5 bucket hash or '', 6 ttl ms,
+--       7 limit, 8 remaining, 9 reset after (all three or none), 10 sliding '1'/'0',
+--       11 block seconds or '', 12 global '1'/'0'
+local target = KEYS[1]
+local foreign = false
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  local canonical = ARGV[1] .. ':b:' .. ARGV[5] .. ':' .. ARGV[3]
+  if canonical ~= target then
+    target = canonical
+    foreign = true
+  end
+end
+
+local limit = tonumber(ARGV[7])
+local seen = tonumber(ARGV[8])
+local reset_after = tonumber(ARGV[9])
+if limit and seen and reset_after and limit > 0 then
+  local b = redis.call('HMGET', target, 'limit', 'remaining', 'reset_at', 'seq', 'aseq')
+  local seq = tonumber(b[4]) or 0
+  local aseq = tonumber(b[5]) or 0
+  local take_seq = tonumber(ARGV[4])
+  local reset_at = now + reset_after
+  local apply = true
+  local pending = 0
+  local remaining
+  if foreign then
+    -- Discovery: the take was filed under the route key (or an old hash), so the
+    -- target's own takes are unknown to this answer and ours unknown to the target.
+    pending = seq - aseq
+    remaining = seen - pending
+    if b[1] then
+      local stored = tonumber(b[2])
+      if stored then remaining = math.min(remaining, stored - 1) end
+      reset_at = math.max(reset_at, tonumber(b[3]) or 0)
+    end
+  elseif take_seq <= aseq then
+    apply = false  -- a newer answer was applied already
+  else
+    pending = seq - take_seq
+    remaining = seen - pending
+    aseq = take_seq
+  end
+  if apply then
+    local slot_at
+    if remaining > 0 then
+      slot_at = now
+    elseif pending == 0 and seen <= 0 then
+      if ARGV[10] == '1' then slot_at = now + reset_after / limit else slot_at = reset_at end
+    else
+      slot_at = reset_at  -- later takes spent what this answer saw: assume the whole window
+    end
+    redis.call('HSET', target, 'limit', limit, 'remaining', remaining, 'reset_at', fmt(reset_at),
+      'slot_at', fmt(slot_at), 'aseq', aseq)
+    redis.call('PEXPIRE', target, ttl)
+  end
+end
+
+if ARGV[11] ~= '' then
+  local until_at = now + tonumber(ARGV[11])
+  local where = target
+  local field = 'blocked_until'
+  if ARGV[12] == '1' then
+    where = KEYS[3]
+    field = 'paused_until'
+  end
+  local old = tonumber(redis.call('HGET', where, field)) or 0
+  redis.call('HSET', where, field, fmt(math.max(old, until_at)))
+  redis.call('PEXPIRE', where, ttl)
+end
+return 1
+"""
+)
+"""Learn one response: discovery, headers (sequence-aware), 429 blocks (``RateLimiter.learn`` in Lua)."""
+
+
+def token_namespace(token: str) -> str:
+    """A Redis namespace for one bot token: a short digest, so the token never reaches a key or a log."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def make_limiter(redis_url: str | None, **options: Any) -> RateLimiter:
+    """The configuration switch: the in-process ``RateLimiter`` without a URL, ``RedisRateLimiter`` with one.
+
+    Args:
+        redis_url: ``redis://host:port/db`` shared by every process of the bot token, or ``None``.
+        options: Keyword arguments for the chosen class (``RedisRateLimiter`` accepts all of
+            ``RateLimiter``'s plus its own).
+    """
+    if redis_url:
+        return RedisRateLimiter(redis_url, **options)
+    return RateLimiter(**options)
+
+
+@attrs.define
+class RedisLimiterStats:
+    """What one ``RedisRateLimiter`` did, for logs, tests and benchmarks."""
+
+    shared_takes: int = 0
+    """Requests admitted through Redis."""
+    local_takes: int = 0
+    """Requests admitted by the local fallback while Redis was unreachable."""
+    rate_limited: int = 0
+    """429 answers learnt."""
+    rate_limited_undiscovered: int = 0
+    """429 answers on routes whose bucket was not known yet (discovery; not the limiter's fault)."""
+    outages: int = 0
+    """Times the limiter switched to the local fallback."""
+    recoveries: int = 0
+    """Times it switched back to Redis."""
+
+
+@attrs.frozen
+class _Grant:
+    taken: bool
+    delay: float
+    """Sleep before sending (taken) or before asking again (not taken)."""
+    key: str
+    seq: int
+
+
+class RedisSlot(Slot):
+    """The right to send one request through one bucket, shared with other processes via Redis.
+
+    Same contract as ``sinks.ratelimit.Slot``: ``await wait()`` before each attempt,
+    ``update(...)`` after each response. ``update`` stays synchronous (``RestSink`` calls
+    it so): the verdict comes from the local mirror of the state, and the shared state is
+    written in the background; the next ``wait`` (or leaving ``acquire``) waits for that
+    write, so the next take of the bucket sees it.
+    """
+
+    __slots__ = ("_key", "_pending", "_seq", "_shared")
+
+    def __init__(self, limiter: RedisRateLimiter, route: Route, bucket: Any) -> None:
+        super().__init__(limiter, route, bucket)
+        self._shared = limiter
+        self._key: str | None = None
+        """The Redis key of the last take; ``None`` when it was taken locally."""
+        self._seq = 0
+        self._pending: asyncio.Task[None] | None = None
+
+    async def wait(self) -> None:
+        """Sleep until the shared bucket and the shared global meter allow one request, then take it.
+
+        Falls back to the local algorithm (``Slot.wait``) with a conservative global meter when
+        Redis is unreachable or slow.
+
+        Raises:
+            InvalidRequestLimitError: too many invalid responses in this process's rolling window.
+        """
+        await self.settle()
+        limiter = self._shared
+        while True:
+            limiter.check_invalid_budget()
+            grant = await limiter.take(self.route)
+            if grant is None:
+                self._key = None
+                await super().wait()
+                limiter.stats.local_takes += 1
+                return
+            if grant.taken:
+                break
+            await limiter.sleep(grant.delay)
+        self._key, self._seq = grant.key, grant.seq
+        limiter.stats.shared_takes += 1
+        if grant.delay > _EPSILON:
+            await limiter.sleep(grant.delay)
+        # Mirror the take locally, so the fallback starts from warm buckets.
+        self._bucket.on_send(limiter.now())
+
+    def update(self, status: int, headers: Mapping[str, str], body: Any) -> RateLimited | None:
+        """Learn one response locally and (in the background) in Redis; see ``Slot.update``.
+
+        Raises:
+            RateLimitError: a 429 without a usable ``retry_after`` (a ban) or one too long to wait.
+        """
+        limiter = self._shared
+        known = limiter.bucket_hash(self.route) is not None
+        verdict = super().update(status, headers, body)
+        if verdict is not None:
+            limiter.stats.rate_limited += 1
+            if not known:
+                limiter.stats.rate_limited_undiscovered += 1
+        if self._key is not None:
+            self._pending = limiter.learn_shared(self._key, self._seq, self.route, headers, verdict)
+        return verdict
+
+    async def settle(self) -> None:
+        """Wait until the last response has been written to Redis (never raises)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            # Shielded: a cancelled stream must still leave the shared state right.
+            await asyncio.shield(pending)
+
+
+class RedisRateLimiter(RateLimiter):
+    """``RateLimiter`` whose buckets and global meter live in Redis, shared by every process of one token.
+
+    Plugs into ``RestSink(..., limiter=...)`` unchanged. See the module docstring for the
+    algorithm and the fallback.
+
+    Args:
+        url: Redis URL (``redis://127.0.0.1:6379/0``); ignored when ``client`` is given.
+        namespace: Shared by every process of one bot token (see ``token_namespace``).
+        process_id: Identifies this limiter among the live ones (default: host, pid and a random suffix).
+        client: A ``redis.asyncio.Redis`` with ``decode_responses=True`` to use (not closed by ``aclose``).
+        clock: Monotonic seconds for the local state; defaults to the running loop's ``time``.
+        sleep: Awaitable sleep; defaults to ``asyncio.sleep``.
+        global_limit: Requests per ``global_period`` for all processes together; ``None`` disables the meter.
+        global_period: The meter's window in seconds.
+        max_invalid: Invalid responses tolerated in ``invalid_window`` (per process: the ban is per IP).
+        invalid_window: The rolling window of the invalid request count.
+        max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
+        sliding: Treat buckets as sliding windows (see ``sinks.ratelimit``).
+        redis_timeout: Deadline of each Redis call; slower counts as down.
+        retry_interval: Seconds between attempts to reach Redis again while it is down.
+        fallback_processes: Processes assumed to share the token when Redis is down (at least this
+            many, more if Redis last reported more live limiters).
+        state_ttl: Seconds an unused key lives in Redis.
+    """
+
+    __slots__ = (
+        "_client",
+        "_down",
+        "_fallback_processes",
+        "_fallback_tat",
+        "_interval",
+        "_owns_client",
+        "_peers",
+        "_period",
+        "_prefix",
+        "_process_id",
+        "_redis_timeout",
+        "_retry_at",
+        "_retry_interval",
+        "_scripts",
+        "_sliding_arg",
+        "_tasks",
+        "_ttl_ms",
+        "stats",
+    )
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        namespace: str = "default",
+        process_id: str | None = None,
+        client: aioredis.Redis | None = None,
+        clock: Clock | None = None,
+        sleep: Sleep | None = None,
+        global_limit: int | None = 45,
+        global_period: float = 1.0,
+        max_invalid: int = 1000,
+        invalid_window: float = 600.0,
+        max_retry_after: float = 60.0,
+        sliding: bool = True,
+        redis_timeout: float = 0.25,
+        retry_interval: float = 1.0,
+        fallback_processes: int = 1,
+        state_ttl: float = 600.0,
+    ) -> None:
+        # The base meter is replaced by the shared one and the fallback one (meter_delay/meter_take).
+        super().__init__(
+            clock=clock,
+            sleep=sleep,
+            global_limit=None,
+            max_invalid=max_invalid,
+            invalid_window=invalid_window,
+            max_retry_after=max_retry_after,
+            sliding=sliding,
+        )
+        if client is None:
+            if not url:
+                raise ValueError("RedisRateLimiter needs a Redis url or a client")
+            client = aioredis.Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_timeout=redis_timeout,
+                socket_connect_timeout=redis_timeout,
+                # One immediate retry replaces a pooled connection the server closed
+                # (a restart); anything longer would stall a stream instead of falling back.
+                retry=Retry(NoBackoff(), 1),
+            )
+            self._owns_client = True
+        else:
+            self._owns_client = False
+        self._client = client
+        self._prefix = f"rxcord:{{{namespace}}}"
+        self._process_id = process_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._period = global_period
+        self._interval = global_period / global_limit if global_limit else 0.0
+        self._sliding_arg = "1" if sliding else "0"
+        self._redis_timeout = redis_timeout
+        self._retry_interval = retry_interval
+        self._fallback_processes = max(1, fallback_processes)
+        self._ttl_ms = str(max(1, round(state_ttl * 1000)))
+        self._scripts = (client.register_script(_TAKE), client.register_script(_LEARN))
+        self._peers = 0
+        self._down = False
+        self._retry_at = -math.inf
+        self._fallback_tat = -math.inf
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.stats = RedisLimiterStats()
+
+    def __repr__(self) -> str:
+        backend = "redis" if not self._down else "local fallback"
+        return f"<RedisRateLimiter {self._prefix} {backend} peers={self._peers}>"
+
+    # -- public API -------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def acquire(self, route: Route) -> AsyncIterator[RedisSlot]:
+        """Hold the route's bucket for one request and its retries (FIFO in this process); see ``RateLimiter``."""
+        bucket = self._bucket_for(route)
+        async with bucket.lock:
+            slot = RedisSlot(self, route, bucket)
+            try:
+                yield slot
+            finally:
+                await slot.settle()
+
+    @property
+    def using_redis(self) -> bool:
+        """False while the limiter runs on its local fallback."""
+        return not self._down
+
+    @property
+    def process_id(self) -> str:
+        """This limiter's name among the live ones."""
+        return self._process_id
+
+    @property
+    def peers(self) -> int:
+        """Live limiters sharing the namespace, as Redis last reported (0 before the first take)."""
+        return self._peers
+
+    async def aclose(self) -> None:
+        """Finish background writes and close the Redis client if this limiter created it."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._owns_client:
+            await self._client.aclose()
+
+    # -- the shared state ---------------------------------------------------
+
+    async def take(self, route: Route) -> _Grant | None:
+        """Run the take script for ``route``; ``None`` when Redis is unavailable (use the fallback)."""
+        if not self._may_try():
+            return None
+        try:
+            reply = await asyncio.wait_for(
+                self._scripts[0](
+                    keys=[self._key("routes"), self._key("global"), self._key("peers")],
+                    args=[
+                        self._prefix,
+                        route.key,
+                        "/".join(route.major),
+                        repr(self._interval),
+                        repr(self._period),
+                        self._ttl_ms,
+                        self._process_id,
+                    ],
+                ),
+                self._redis_timeout,
+            )
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._went_down(exc)
+            return None
+        self._came_back()
+        self._peers = int(reply[4])
+        return _Grant(taken=int(reply[0]) == 1, delay=float(reply[1]), key=str(reply[2]), seq=int(reply[3]))
+
+    def learn_shared(
+        self, key: str, seq: int, route: Route, headers: Mapping[str, str], verdict: RateLimited | None
+    ) -> asyncio.Task[None]:
+        """Write one response's lessons to Redis in the background; the task never raises."""
+        lowered = {str(name).lower(): str(value) for name, value in headers.items()}
+        limit, remaining, reset_after = "", "", ""
+        try:
+            limit = str(int(lowered["x-ratelimit-limit"]))
+            remaining = str(int(lowered["x-ratelimit-remaining"]))
+            reset_after = repr(float(lowered["x-ratelimit-reset-after"]))
+        except (KeyError, ValueError):
+            limit, remaining, reset_after = "", "", ""
+        args = [
+            self._prefix,
+            route.key,
+            "/".join(route.major),
+            str(seq),
+            lowered.get("x-ratelimit-bucket", ""),
+            self._ttl_ms,
+            limit,
+            remaining,
+            reset_after,
+            self._sliding_arg,
+            repr(verdict.retry_after) if verdict is not None else "",
+            "1" if verdict is not None and verdict.is_global else "0",
+        ]
+        task = asyncio.get_running_loop().create_task(
+            self._learn([key, self._key("routes"), self._key("global")], args)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _learn(self, keys: list[str], args: list[str]) -> None:
+        if self._down:
+            return
+        try:
+            await asyncio.wait_for(self._scripts[1](keys=keys, args=args), self._redis_timeout)
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._went_down(exc)
+
+    def _key(self, name: str) -> str:
+        return f"{self._prefix}:{name}"
+
+    # -- availability --------------------------------------------------------
+
+    def _may_try(self) -> bool:
+        if not self._down:
+            return True
+        now = self.now()
+        if now < self._retry_at:
+            return False
+        # One probe at a time: the others keep to the fallback until it answers.
+        self._retry_at = now + self._retry_interval
+        return True
+
+    def _went_down(self, exc: BaseException) -> None:
+        now = self.now()
+        self._retry_at = now + self._retry_interval
+        if self._down:
+            return
+        self._down = True
+        self.stats.outages += 1
+        processes = max(self._peers, self._fallback_processes)
+        if self._interval:
+            # No burst allowance: the others may just have spent the whole global budget.
+            interval = self._interval * processes
+            self._fallback_tat = max(self._fallback_tat, now + self._period - interval)
+        rate = (self._period / self._interval / processes) if self._interval else math.inf
+        _log.warning(
+            "Redis unreachable ({error}): local rate limits, global meter {rate:.1f}/s "
+            "(1/{processes} of the shared budget) until it answers",
+            error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+            rate=rate,
+            processes=processes,
+        )
+
+    def _came_back(self) -> None:
+        if not self._down:
+            return
+        self._down = False
+        self.stats.recoveries += 1
+        _log.info("Redis reachable again: shared rate limits resumed")
+
+    # -- the local fallback meter (used by Slot.wait while Redis is down) ----
+
+    def meter_delay(self, now: float) -> float:
+        """Seconds until the fallback meter (a share of the global limit) has a token."""
+        if not self._interval:
+            return 0.0
+        interval = self._interval * max(self._peers, self._fallback_processes)
+        tat = max(self._fallback_tat, now)
+        return tat + interval - self._period - now
+
+    def meter_take(self, now: float) -> None:
+        """Spend one fallback meter token."""
+        if self._interval:
+            interval = self._interval * max(self._peers, self._fallback_processes)
+            self._fallback_tat = max(self._fallback_tat, now) + interval

@@ -1,0 +1,290 @@
+"""RedisRateLimiter on a real Redis server, against the Discord emulator on 127.0.0.1.
+
+Several limiters with their own Redis connections stand for several bot processes
+(and one test runs real processes): together they must never exceed a bucket or the
+global limit, must keep going on a local fallback when Redis dies or stalls, and must
+come back to the shared state when it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from loguru import logger
+
+from pipeline.config import StreamContext
+from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
+from sinks.ratelimit import RateLimiter
+from sinks.redis_ratelimit import RedisRateLimiter, make_limiter, token_namespace
+from sinks.rest import Backoff, RestSink
+from tests.redis_server import Restartable, redis_url, restartable_redis
+
+__all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest
+
+TOKEN = "emulator-token"
+ROUTE_CREATE = "POST /channels/{channel_id}/messages"
+FAST = Backoff(base=0.01, cap=0.05, jitter=0.01)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _namespace() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+def _channel(number: int) -> str:
+    return str(100000000000000000 + number)
+
+
+async def _stream(sink: RestSink, channel: str, tag: str, count: int) -> None:
+    for number in range(count):
+        await sink.create_message(StreamContext(channel_id=channel), {"content": f"{tag}-{number}"})
+
+
+def _assert_delivered(emulator: DiscordEmulator, plan: Iterable[tuple[str, str, int]]) -> None:
+    """Every (channel, tag, count) stream arrived exactly once and in order in its channel."""
+    by_channel: dict[str, list[tuple[str, int]]] = {}
+    for channel, tag, count in plan:
+        by_channel.setdefault(channel, []).append((tag, count))
+    for channel, streams in by_channel.items():
+        contents = [m["content"] for m in emulator.messages(channel)]
+        expected = [f"{tag}-{n}" for tag, count in streams for n in range(count)]
+        assert sorted(contents) == sorted(expected), channel
+        for tag, count in streams:
+            assert [c for c in contents if c.rpartition("-")[0] == tag] == [f"{tag}-{n}" for n in range(count)]
+    assert emulator.counters.nonce_dedupes == 0
+
+
+@pytest.fixture
+async def sinks_for() -> AsyncIterator[Any]:
+    """Builds RestSinks (one per limiter) and closes them and their limiters afterwards."""
+    made: list[RestSink] = []
+
+    def build(base_url: str, limiters: list[RateLimiter]) -> list[RestSink]:
+        made.extend(RestSink(base_url, TOKEN, limiter=lim, backoff=FAST, seed=1) for lim in limiters)
+        return made[-len(limiters) :]
+
+    yield build
+    for sink in made:
+        await sink.aclose()
+        if isinstance(sink.limiter, RedisRateLimiter):
+            await sink.limiter.aclose()
+
+
+async def test_redis_limiters_share_the_global_limit(redis_url: str, sinks_for: Any) -> None:
+    """Four limiters on separate connections meter the token's global limit together: no 429."""
+    namespace = _namespace()
+    config = EmulatorConfig(global_limit=20, channel_limit=50, channel_window=1.0)
+    async with DiscordEmulator(config) as emulator:
+        limiters: list[RateLimiter] = [
+            RedisRateLimiter(redis_url, namespace=namespace, global_limit=18) for _ in range(4)
+        ]
+        sinks = sinks_for(emulator.base_url, limiters)
+        plan = [(_channel(10 * i + j), f"p{i}s{j}", 5) for i in range(4) for j in range(2)]
+        started = time.monotonic()
+        await asyncio.gather(*(_stream(sinks[int(tag[1])], ch, tag, n) for ch, tag, n in plan))
+        elapsed = time.monotonic() - started
+        assert emulator.counters.rate_limited == 0
+        _assert_delivered(emulator, plan)
+        # 40 requests at 18/s after a burst of 18: the shared meter paced them (four private
+        # meters would each allow 18/s and finish at once, with 429s).
+        assert elapsed >= (40 - 18) / 18 * 0.9
+        assert {lim.peers for lim in limiters if isinstance(lim, RedisRateLimiter)} == {4}
+        assert all(isinstance(lim, RedisRateLimiter) and lim.stats.local_takes == 0 for lim in limiters)
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    keys = [key async for key in client.scan_iter(match=f"rxcord:{{{namespace}}}:*")]
+    await client.aclose()
+    assert keys and not any(TOKEN in key for key in keys)
+
+
+async def test_redis_control_private_limiters_exceed_the_global_limit(sinks_for: Any) -> None:
+    """Control for the test above: four in-process limiters, same load, collect 429s."""
+    config = EmulatorConfig(global_limit=20, channel_limit=50, channel_window=1.0)
+    async with DiscordEmulator(config) as emulator:
+        sinks = sinks_for(emulator.base_url, [RateLimiter(global_limit=18) for _ in range(4)])
+        plan = [(_channel(10 * i + j), f"p{i}s{j}", 5) for i in range(4) for j in range(2)]
+        await asyncio.gather(*(_stream(sinks[int(tag[1])], ch, tag, n) for ch, tag, n in plan))
+        assert emulator.counters.global_rate_limited > 0
+
+
+async def test_redis_limiters_share_a_bucket(redis_url: str, sinks_for: Any) -> None:
+    """Four limiters sending to one channel never exceed its bucket: no 429, each stream in order."""
+    namespace = _namespace()
+    config = EmulatorConfig(channel_limit=5, channel_window=0.5)
+    async with DiscordEmulator(config) as emulator:
+        limiters: list[RateLimiter] = [RedisRateLimiter(redis_url, namespace=namespace) for _ in range(4)]
+        sinks = sinks_for(emulator.base_url, limiters)
+        plan = [(_channel(1), f"p{i}", 5) for i in range(4)]
+        await asyncio.gather(*(_stream(sinks[int(tag[1])], ch, tag, n) for ch, tag, n in plan))
+        assert emulator.counters.rate_limited == 0
+        _assert_delivered(emulator, plan)
+
+
+@pytest.mark.parametrize("scope", ["user", "global"])
+async def test_redis_429_blocks_every_process(redis_url: str, sinks_for: Any, scope: str) -> None:
+    """A 429 learnt by one limiter holds back the others: the bucket's for a route 429, all for a global one."""
+    namespace = _namespace()
+    fault = Fault("rate_limit", route=ROUTE_CREATE, major=_channel(1), retry_after=0.4, scope=scope)  # type: ignore[arg-type]
+    async with DiscordEmulator(EmulatorConfig(fault_plan=[fault])) as emulator:
+        first, second = sinks_for(
+            emulator.base_url, [RedisRateLimiter(redis_url, namespace=namespace) for _ in range(2)]
+        )
+        blocked = asyncio.ensure_future(_stream(first, _channel(1), "a", 1))
+        while emulator.counters.rate_limited == 0:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)  # the 429's lesson reaches Redis
+        started = time.monotonic()
+        other = _channel(1) if scope == "user" else _channel(2)
+        await _stream(second, other, "b", 1)
+        assert time.monotonic() - started >= 0.25
+        await blocked
+        assert emulator.counters.rate_limited == 1
+        assert first.limiter.invalid_requests == (1 if scope == "user" else 1)
+
+
+async def test_redis_down_mid_run_falls_back_and_recovers(
+    restartable_redis: Restartable, sinks_for: Any
+) -> None:
+    """Redis killed mid-run: streams go on (local fallback, logged), nothing twice; restart: shared again."""
+    lines: list[str] = []
+    logger.enable("sinks")
+    handler = logger.add(lines.append, level="INFO", format="{message}")
+    try:
+        config = EmulatorConfig(channel_limit=5, channel_window=0.5)
+        async with DiscordEmulator(config) as emulator:
+            limiter = RedisRateLimiter(
+                restartable_redis.url, namespace=_namespace(), redis_timeout=0.2, retry_interval=0.1
+            )
+            (sink,) = sinks_for(emulator.base_url, [limiter])
+            plan = [(_channel(1), "a", 18), (_channel(2), "b", 18)]
+            run = asyncio.ensure_future(asyncio.gather(*(_stream(sink, c, t, n) for c, t, n in plan)))
+
+            async def delivered_at_least(count: int) -> None:
+                while len(emulator.all_messages()) < count:
+                    assert not run.done() or run.exception() is None
+                    await asyncio.sleep(0.01)
+
+            await delivered_at_least(8)
+            await restartable_redis.kill()
+            await delivered_at_least(16)
+            assert not limiter.using_redis
+            during = limiter.stats.local_takes
+            assert during > 0
+            await restartable_redis.restart()
+            await run
+            assert limiter.using_redis
+            assert limiter.stats.outages == 1 and limiter.stats.recoveries == 1
+            assert limiter.stats.shared_takes > 8  # some before the kill, some after the restart
+            assert emulator.counters.rate_limited == 0
+            _assert_delivered(emulator, plan)
+    finally:
+        logger.remove(handler)
+        logger.disable("sinks")
+    assert any("Redis unreachable" in line for line in lines)
+    assert any("reachable again" in line for line in lines)
+
+
+async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any) -> None:
+    """Redis paused (too slow to answer): messages keep flowing meanwhile; afterwards the shared state is used."""
+    config = EmulatorConfig(channel_limit=5, channel_window=0.5)
+    async with DiscordEmulator(config) as emulator:
+        limiter = RedisRateLimiter(redis_url, namespace=_namespace(), redis_timeout=0.1, retry_interval=0.1)
+        (sink,) = sinks_for(emulator.base_url, [limiter])
+        plan = [(_channel(1), "a", 12), (_channel(2), "b", 12)]
+        run = asyncio.ensure_future(asyncio.gather(*(_stream(sink, c, t, n) for c, t, n in plan)))
+        while len(emulator.all_messages()) < 4:
+            await asyncio.sleep(0.01)
+        admin = aioredis.Redis.from_url(redis_url)
+        await admin.execute_command("CLIENT", "PAUSE", "800")
+        paused_at = len(emulator.all_messages())
+        await asyncio.sleep(0.6)
+        assert len(emulator.all_messages()) > paused_at + 2  # streams went on while Redis stalled
+        assert not limiter.using_redis
+        await run
+        await admin.aclose()
+        shared_before = limiter.stats.shared_takes
+        await _stream(sink, _channel(3), "c", 2)
+        assert limiter.using_redis and limiter.stats.shared_takes == shared_before + 2
+        assert limiter.stats.outages >= 1 and limiter.stats.recoveries >= 1
+        _assert_delivered(emulator, [*plan, (_channel(3), "c", 2)])
+
+
+def test_redis_make_limiter_is_one_switch(redis_url: str) -> None:
+    """No URL: the in-process limiter; a URL: the Redis one. The namespace digest hides the token."""
+    local = make_limiter(None)
+    shared = make_limiter(redis_url, namespace=token_namespace("secret-token"), global_limit=40)
+    assert type(local) is RateLimiter
+    assert isinstance(shared, RedisRateLimiter)
+    assert "secret-token" not in repr(shared) and "secret" not in token_namespace("secret-token")
+
+
+# -- real processes -------------------------------------------------------------
+
+
+async def test_redis_processes_never_exceed_the_global_limit(redis_url: str) -> None:
+    """Three real processes, eight streams each, one token: no 429, all messages once and in order."""
+    processes, streams, messages = 3, 8, 3
+    namespace = _namespace()
+    config = EmulatorConfig(global_limit=40, channel_limit=5, channel_window=1.0)
+    async with DiscordEmulator(config) as emulator:
+        spec = {"base_url": emulator.base_url, "redis_url": redis_url, "namespace": namespace}
+        children = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests.sinks.test_redis_ratelimit",
+                json.dumps({**spec, "index": index, "streams": streams, "messages": messages}),
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            for index in range(processes)
+        ]
+        for child in children:
+            assert child.stdout is not None
+            assert (await asyncio.wait_for(child.stdout.readline(), 30)).strip() == b"ready"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write(b"go\n")
+            await child.stdin.drain()
+        reports = []
+        for child in children:
+            out, _ = await asyncio.wait_for(child.communicate(), 30)
+            assert child.returncode == 0
+            reports.append(json.loads(out))
+        assert emulator.counters.rate_limited == 0
+        plan = [(_channel(100 * p + s), f"p{p}s{s}", messages) for p in range(processes) for s in range(streams)]
+        _assert_delivered(emulator, plan)
+        assert sum(report["shared_takes"] for report in reports) == processes * streams * messages
+        assert max(report["peers"] for report in reports) == processes
+
+
+async def _worker(spec: dict[str, Any]) -> None:
+    """One bot process of the multi-process test: waits for "go", runs its streams, reports stats."""
+    limiter = RedisRateLimiter(spec["redis_url"], namespace=spec["namespace"], global_limit=36)
+    index = spec["index"]
+    async with RestSink(spec["base_url"], TOKEN, limiter=limiter) as sink:
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        await asyncio.gather(
+            *(
+                _stream(sink, _channel(100 * index + s), f"p{index}s{s}", spec["messages"])
+                for s in range(spec["streams"])
+            )
+        )
+    await limiter.aclose()
+    print(json.dumps({"shared_takes": limiter.stats.shared_takes, "peers": limiter.peers}), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(_worker(json.loads(sys.argv[1])))
