@@ -81,6 +81,7 @@ class RedisStopBus:
     """
 
     __slots__ = (
+        "_block_ms",
         "_client",
         "_closed",
         "_connected",
@@ -94,7 +95,6 @@ class RedisStopBus:
         "_reader",
         "_registry",
         "_timeout",
-        "_block_ms",
         "delivered",
     )
 
