@@ -35,6 +35,7 @@ from pipeline.types import (
 )
 
 _TEXT_THOUGHTS = (ThoughtKind.RAW, ThoughtKind.SUMMARY)
+_OVERRIDDEN_BY_DELIVERY_STOP = (StreamStatus.STREAMING, StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL)
 
 
 def compile_thought_log(
@@ -67,6 +68,7 @@ class ResultBuilder:
     details: list[str] = attrs.field(factory=list)
     calls: list[FunctionCall] = attrs.field(factory=list)
     messages: list[SentMessage] = attrs.field(factory=list)
+    delivery_stop: StopKind | None = None
 
     def add(self, item: StreamState | Delivery) -> None:
         """Fold one state or delivery in."""
@@ -87,6 +89,7 @@ class ResultBuilder:
     def _add_delivery(self, delivery: Delivery) -> None:
         segment = delivery.segment
         self.messages.extend(delivery.messages)
+        self.delivery_stop = self.delivery_stop or delivery.stopped
         if segment is None:
             return
         if segment.kind is SegmentKind.TEXT and delivery.messages:
@@ -102,6 +105,9 @@ class ResultBuilder:
         status = state.status
         if killed is not None:
             status = StreamStatus.KILLED
+        elif self.delivery_stop is not None and status in _OVERRIDDEN_BY_DELIVERY_STOP:
+            # Delivery was cut short after the provider had finished: the stop is the outcome.
+            status = StreamStatus.for_stop(self.delivery_stop)
         elif status is StreamStatus.STREAMING:
             status = StreamStatus.COMPLETED
         reasoning = "".join(t.text for t in self.thoughts if t.kind in _TEXT_THOUGHTS)

@@ -21,7 +21,8 @@ Cutting. The visible text goes through ``MarkdownScanner``, which records the
 places where a cut is safe (see ``operators.markdown_scan``: never inside a
 fenced block, inline code, a table, a list item line being written, a mention,
 custom emoji, ``<...>`` construct or masked link, nor between whitespace and a
-combining mark). Whitespace at a cut stays at the end of the piece before it,
+combining mark, nor on a space that would put ``- ``, ``> ``, ``# ``, ``1. `` or a
+fence run at the start of a message). Whitespace at a cut stays at the end of the piece before it,
 so in live mode the TEXT segments join back to the visible text exactly,
 apart from the additions described below. Each piece of text is scanned once;
 ``push`` costs O(len(delta)) amortized, whatever the number of deltas.
@@ -564,9 +565,9 @@ def flush(
     nothing more.
 
     .. marble::
-        -a---b-----|      a="Hi.\n\nMore"  b=" text"   (live, live_idle_flush=2.0)
+        -a-b--|         a="One.\n\nTw"  b="o.\n\nThree"   (live)
         [ flush(config) ]
-        -A---------(B|)   A="Hi.\n\n"  B="More text" (final)
+        -A-B--(C,|)     A="One.\n\n"  B="Two.\n\n"  C="Three" (final)
 
     Args:
         config: The stream's configuration.

@@ -47,7 +47,11 @@ No cut point is recorded
 * between the words of a list item line (``- ``, ``* ``, ``+ ``, ``1. ``,
   ``1) ``) until the line ends,
 * before a combining mark, zero-width joiner or variation selector (such a
-  cut would split a grapheme cluster).
+  cut would split a grapheme cluster),
+* on a space before text that would become markdown at the start of the next
+  message (``- ``, ``* ``, ``+ ``, ``> ``, ``>>> ``, ``# ``, ``-# ``, ``1. ``,
+  ``1) ``, a run of three backticks or tildes): such a cut is held until the
+  text after it shows what it is.
 
 Bare URLs, ``@everyone`` and custom emoji hold no whitespace, so no cut point
 is ever inside one. Line kinds follow CommonMark where Discord agrees: a

@@ -25,6 +25,7 @@ from __future__ import annotations
 __all__ = ("build_chain", "delivery_branch", "routing")
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import reactivex
 from reactivex import Observable, abc
@@ -37,12 +38,16 @@ from operators.deliver import deliver
 from operators.flush import flush
 from operators.idle_timeout import idle_timeout
 from operators.normalize import normalize
+from operators.prefill import prefill
 from operators.speaker_guard import speaker_guard
 from operators.stop_gate import stop_gate
 from operators.typing_heartbeat import typing_heartbeat
 from pipeline.config import StreamConfig
 from pipeline.state import Delivery, Segment, StreamResult, StreamState, TypingPulse
+from pipeline.timeline import CLEAN, FLUSH, Timeline
 from pipeline.types import ChunkNormalizer, Operator, ProcessedChunk, RawStreamChunk, StopSignal
+
+_T = TypeVar("_T")
 
 Send = Callable[[Segment | TypingPulse], Observable[Delivery]]
 
@@ -52,13 +57,16 @@ def routing(
     config: StreamConfig,
     stops: Observable[StopSignal],
     stop_sink: abc.ObserverBase[StopSignal] | None = None,
+    timeline: Timeline | None = None,
 ) -> Operator[RawStreamChunk, StreamState]:
-    """Stages 03-04: raw chunks to orchestrator states."""
-    guarded: Operator[ProcessedChunk, ProcessedChunk] = (
+    """Stages 03-04: raw chunks to orchestrator states (*timeline* records each processed chunk)."""
+    speaker: Operator[ProcessedChunk, ProcessedChunk] = (
         speaker_guard(config.speaker_names, stop_sink) if config.speaker_names else _identity
     )
+    guarded: Operator[ProcessedChunk, ProcessedChunk] = reactivex.compose(prefill(config.prefill), speaker)
     return reactivex.compose(
         normalize(normalizer),
+        timeline.chunk_tap() if timeline is not None else _identity,
         guarded,
         idle_timeout(config.idle_timeout),
         stop_gate(stops),
@@ -67,9 +75,21 @@ def routing(
 
 
 def delivery_branch(
-    config: StreamConfig, send: Send, stop_sink: abc.ObserverBase[StopSignal] | None = None
+    config: StreamConfig,
+    send: Send,
+    stop_sink: abc.ObserverBase[StopSignal] | None = None,
+    timeline: Timeline | None = None,
 ) -> Operator[StreamState, Delivery]:
-    """Stages 05-07: states to Discord deliveries."""
+    """Stages 05-07: states to Discord deliveries (*timeline* records the segments of 05 and 06)."""
+    if timeline is not None:
+        return reactivex.compose(
+            flush(config, stop_sink),
+            timeline.segment_tap(FLUSH),
+            clean(config),
+            timeline.segment_tap(CLEAN),
+            typing_heartbeat(config.typing_interval),
+            deliver(send),
+        )
     return reactivex.compose(
         flush(config, stop_sink),
         clean(config),
@@ -78,7 +98,7 @@ def delivery_branch(
     )
 
 
-def _identity(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
+def _identity(source: Observable[_T]) -> Observable[_T]:
     return source
 
 
@@ -92,6 +112,7 @@ def build_chain(
     send: Send,
     provider: str = "",
     tap: Operator[StreamState, StreamState] | None = None,
+    timeline: Timeline | None = None,
 ) -> Observable[StreamResult]:
     """Compose the whole chain for one stream.
 
@@ -103,12 +124,14 @@ def build_chain(
         stop_sink: Where internal stops are raised (the same subject); ``None`` disables them.
         send: Delivers one segment or typing pulse (stage 07).
         provider: Provider name (thought-log footer).
-        tap: An optional pass-through operator on the states (``--stop KIND@N``, timelines).
+        tap: An optional pass-through operator on the states (``--stop KIND@N``, progress).
+        timeline: Records what each stage does and when (``pipeline.timeline``); without it
+            no recording operator is added at all.
 
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
     """
-    branch = delivery_branch(config, send, stop_sink)
+    branch = delivery_branch(config, send, stop_sink, timeline)
 
     def fan_out(states: Observable[StreamState]) -> Observable[StreamState | Delivery]:
         # States are subscribed first, so the result sees each state before the deliveries it causes.
@@ -116,7 +139,12 @@ def build_chain(
         own: Observable[StreamState | Delivery] = states
         return reactivex.merge(own, deliveries)
 
-    routed = source.pipe(routing(normalizer, config, stops, stop_sink))
+    if timeline is not None:
+        source = source.pipe(timeline.raw_tap())
+    routed = source.pipe(routing(normalizer, config, stops, stop_sink, timeline))
     if tap is not None:
         routed = routed.pipe(tap)
-    return routed.pipe(ops.publish(fan_out), collect_result(stops, provider=provider))
+    if timeline is not None:
+        routed = routed.pipe(timeline.state_tap(stops))
+    result = routed.pipe(ops.publish(fan_out), collect_result(stops, provider=provider))
+    return result.pipe(timeline.result_tap()) if timeline is not None else result

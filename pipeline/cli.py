@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--pace", type=float, default=0.0, metavar="MS", help="milliseconds between pieces")
     replay.add_argument("--json", action="store_true", help="print one JSON object")
+    replay.add_argument(
+        "--timeline", metavar="PNG", help="write the stream's timeline plot here (needs rxcord[plot])"
+    )
 
     commands.add_parser("demo", help="stream bundled recorded replies into the embedded Discord emulator")
 

@@ -11,6 +11,10 @@ It is the only place that turns sink failures into internal stops:
 403 missing access -> ``missing_access``, 404 unknown channel ->
 ``channel_deleted``, the per-turn message cap -> ``send_message_limit``.
 After such a stop nothing more is sent.
+
+With a ``Timeline`` it records each typing call, each message (from the
+start of the request to Discord's answer, rate-limit waits included),
+each pacing pause and each refusal, on the chain's scheduler clock.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
+from operators.persona import webhook_username
 from operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
 from operators.split_message import split_message
 from pipeline.aio import from_coro
 from pipeline.config import StreamConfig, StreamContext
 from pipeline.errors import DiscordStopError
 from pipeline.state import Delivery, Segment, SentMessage, TypingPulse
+from pipeline.timeline import DELIVERY, Timeline
 from pipeline.types import SegmentKind, StopKind, StopSignal
 from sinks.base import DiscordSink
 
@@ -59,6 +65,8 @@ class DiscordDelivery:
     """Messages Discord accepted."""
     typing_calls: int = 0
     stopped: StopKind | None = None
+    timeline: Timeline | None = None
+    """Records typing calls, sends, pauses and refusals (``None``: nothing is recorded)."""
     _rng: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -73,7 +81,7 @@ class DiscordDelivery:
         if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
             return reactivex.just(Delivery(segment=item))
         steps = self._steps(item)
-        return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(item)))
+        return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(self, item)))
 
     def payloads(self, segment: Segment) -> list[dict[str, Any]]:
         """The message payloads for *segment* (pure planning; no I/O)."""
@@ -101,6 +109,8 @@ class DiscordDelivery:
         delay = min(_TYPING_CAP, length * _TYPING_SECONDS_PER_CHAR) + self._rng.uniform(0.0, 0.6)
         typing: Observable[Any] = from_coro(self._typing)
         wait: Observable[Any] = reactivex.timer(delay)
+        if self.timeline is not None:
+            wait = reactivex.defer(_Paused(self.timeline, delay, wait))
         return reactivex.concat(typing, wait).pipe(ops.ignore_elements())
 
     def _payload(self, body: Mapping[str, Any], *, users: tuple[str, ...]) -> dict[str, Any]:
@@ -111,8 +121,9 @@ class DiscordDelivery:
             users, allow_everyone=self.config.allow_everyone, allow_roles=self.config.allow_roles
         )
         if ctx.uses_webhook:
-            if ctx.persona_username:
-                payload["username"] = ctx.persona_username
+            username = webhook_username(ctx.persona_username)
+            if username:
+                payload["username"] = username
             if ctx.persona_avatar_url:
                 payload["avatar_url"] = ctx.persona_avatar_url
         else:
@@ -135,10 +146,14 @@ class DiscordDelivery:
 
     async def _typing(self) -> Delivery:
         self.typing_calls += 1
+        timeline = self.timeline
+        start = timeline.now() if timeline is not None and timeline.bound else None
         try:
             await self.sink.trigger_typing(self.context)
         except DiscordStopError as exc:
             self._stop(exc.stop_kind)
+        if start is not None and timeline is not None:
+            timeline.record(DELIVERY, "typing", t=start, duration=timeline.now() - start)
         return Delivery(typing=1)
 
     async def _send_one(self, payload: Mapping[str, Any]) -> SentMessage | None:
@@ -147,12 +162,21 @@ class DiscordDelivery:
         if self.delivered >= self.config.max_messages:
             self._stop(StopKind.SEND_MESSAGE_LIMIT)
             return None
+        timeline = self.timeline
+        start = timeline.now() if timeline is not None and timeline.bound else None
         try:
             sent = await self.sink.create_message(self.context, payload)
         except DiscordStopError as exc:
+            if start is not None and timeline is not None:
+                timeline.record(
+                    DELIVERY, "refused", exc.stop_kind.value, t=start, duration=timeline.now() - start
+                )
             self._stop(exc.stop_kind)
             return None
         self.delivered += 1
+        if start is not None and timeline is not None:
+            detail = f"message {self.delivered}: {len(payload.get('content') or '')} chars"
+            timeline.record(DELIVERY, "send", detail, t=start, duration=timeline.now() - start)
         return sent
 
     def _stop(self, kind: StopKind) -> None:
@@ -174,8 +198,23 @@ class _Send:
 
 
 @attrs.frozen
+class _Paused:
+    """Records a pacing pause when its timer starts."""
+
+    timeline: Timeline
+    delay: float
+    timer: Observable[Any]
+
+    def __call__(self, _: abc.SchedulerBase) -> Observable[Any]:
+        self.timeline.record(DELIVERY, "pause", f"{self.delay:.2f} s", duration=self.delay)
+        return self.timer
+
+
+@attrs.frozen
 class _Pack:
+    delivery: DiscordDelivery
     segment: Segment
 
     def __call__(self, sent: list[SentMessage | None]) -> Delivery:
-        return Delivery(segment=self.segment, messages=tuple(m for m in sent if m is not None))
+        messages = tuple(m for m in sent if m is not None)
+        return Delivery(segment=self.segment, messages=messages, stopped=self.delivery.stopped)

@@ -1,4 +1,9 @@
-"""``rxcord replay``: serve a capture on 127.0.0.1, run the full chain, report the result."""
+"""``rxcord replay``: serve a capture on 127.0.0.1, run the full chain, report the result.
+
+``--timeline out.png`` records the stream's timeline (``pipeline.timeline``)
+and writes its plot; on a terminal, a live count of routed chunks is shown on
+stderr while the replay runs (``pipeline.progress``).
+"""
 
 from __future__ import annotations
 
@@ -8,24 +13,30 @@ import argparse
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
+import reactivex
 
 from pipeline.config import StreamConfig, StreamContext
 from pipeline.errors import InputError
+from pipeline.progress import Progress
 from pipeline.replay import Chunking, ReplayServer
 from pipeline.report import report_from_result, to_json_obj
 from pipeline.request import ChatRequest, Message, ToolSpec
 from pipeline.run import StreamJob, TapFactory, run_stream
 from pipeline.state import StreamResult
 from pipeline.stops import StopHandle
+from pipeline.timeline import Timeline
 from pipeline.types import DeliveryMode, StopKind
 from providers.registry import default_registry
 from providers.ssrf import SsrfGuard
 from providers.transport import TransportConfig
 from sinks.base import DiscordSink
+
+if TYPE_CHECKING:
+    from sinks.emulator import EmulatorConfig
 
 REPLAY_MODEL = "replay-model"
 """The model name replays ask for (the capture decides what comes back)."""
@@ -47,6 +58,12 @@ class ReplayOptions:
     pace_ms: float = 0.0
     config: StreamConfig | None = None
     """Overrides the stream configuration (tests, notebooks)."""
+    emulator: EmulatorConfig | None = None
+    """The Discord emulator's limits and faults (default: Discord's)."""
+    timeline: Timeline | None = None
+    """Records the stream's timeline, rate-limit waits included."""
+    progress: Progress | None = None
+    """Counts routed chunks while the replay runs."""
 
 
 @attrs.frozen(kw_only=True)
@@ -72,7 +89,19 @@ async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
         stop=args.stop,
         pace_ms=args.pace,
     )
-    outcome = await run_replay(options)
+    plot_path: str | None = getattr(args, "timeline", None)
+    if plot_path:
+        from pipeline.timeline_plot import require_matplotlib
+
+        require_matplotlib()  # before the replay, not after it
+        options = attrs.evolve(options, timeline=Timeline())
+    with Progress("replay", unit="chunks") as progress:
+        outcome = await run_replay(attrs.evolve(options, progress=progress))
+    if plot_path and options.timeline is not None:
+        from pipeline.timeline_plot import save_timeline
+
+        label = f"{options.capture.name} ({options.provider}, {options.delivery.value} delivery)"
+        save_timeline(options.timeline, plot_path, label=label)
     return to_json_obj(report_from_result(outcome.result, connection_closed=outcome.connection_closed))
 
 
@@ -113,7 +142,7 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
         ssrf_guard=SsrfGuard(allow_loopback=True) if options.provider == "custom" else None,
         transient_retries=0,
     )
-    async with server, _sink(options.sink) as sink:
+    async with server, _sink(options.sink, options.emulator, options.timeline) as sink:
         http = adapter.build_request(chat, base_url=server.base_url, api_key="replay-key", stream=True)
         job = StreamJob(
             adapter=adapter,
@@ -126,7 +155,9 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
         tap: TapFactory | None = None
         if options.stop is not None:
             tap = _stop_tap(*options.stop)
-        result = await run_stream(job, tap=tap, nonce_prefix="replay")
+        if options.progress is not None:
+            tap = _counting(options.progress, tap)
+        result = await run_stream(job, tap=tap, nonce_prefix="replay", timeline=options.timeline)
         if server.requests and not server.requests[-1].completed:
             with contextlib.suppress(TimeoutError):
                 await server.wait_finished(timeout=2.0 + options.pace_ms / 1000.0 * 2)
@@ -143,20 +174,32 @@ def _stop_tap(kind: StopKind, count: int) -> TapFactory:
     return factory
 
 
+def _counting(progress: Progress, inner: TapFactory | None) -> TapFactory:
+    def factory(handle: StopHandle) -> Any:
+        counter: Any = progress.tap()
+        return counter if inner is None else reactivex.compose(inner(handle), counter)
+
+    return factory
+
+
 @contextlib.asynccontextmanager
-async def _sink(kind: str) -> AsyncIterator[DiscordSink]:
+async def _sink(
+    kind: str, emulator_config: EmulatorConfig | None = None, timeline: Timeline | None = None
+) -> AsyncIterator[DiscordSink]:
     if kind == "memory":
         from sinks.memory import MemorySink
 
         yield MemorySink()
         return
     from sinks.emulator import DiscordEmulator, EmulatorConfig
+    from sinks.ratelimit import RateLimiter
     from sinks.rest import RestSink
 
-    emulator = DiscordEmulator(EmulatorConfig())
+    emulator = DiscordEmulator(emulator_config or EmulatorConfig())
     base_url = await emulator.start()
+    limiter = RateLimiter(on_wait=timeline.rate_limit_wait if timeline is not None else None)
     try:
         async with aiohttp.ClientSession() as session:
-            yield RestSink(base_url, emulator.config.token, session=session)
+            yield RestSink(base_url, emulator.config.token, session=session, limiter=limiter)
     finally:
         await emulator.close()

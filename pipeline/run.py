@@ -25,6 +25,7 @@ from pipeline.delivery import DiscordDelivery
 from pipeline.request import ChatRequest
 from pipeline.state import StreamResult, StreamState
 from pipeline.stops import StopHandle, StopRegistry
+from pipeline.timeline import Timeline
 from pipeline.types import Operator
 from providers.base import HttpRequest, ProviderAdapter
 from providers.transport import TransportConfig, TransportStats, stream_source
@@ -55,11 +56,20 @@ def build_stream(
     tap: TapFactory | None = None,
     stats: TransportStats | None = None,
     nonce_prefix: str | None = None,
+    timeline: Timeline | None = None,
 ) -> Observable[StreamResult]:
-    """The chain for *job*, not yet running (subscribe or ``await`` it to run)."""
+    """The chain for *job*, not yet running (subscribe or ``await`` it to run).
+
+    With a *timeline*, every stage records what it does and when (``pipeline.timeline``).
+    """
     source = stream_source(job.adapter, job.request, session=job.session, config=job.transport, stats=stats)
     delivery = DiscordDelivery(
-        sink=job.sink, context=job.context, config=job.config, stops=stops.subject, resolver=job.resolver
+        sink=job.sink,
+        context=job.context,
+        config=job.config,
+        stops=stops.subject,
+        resolver=job.resolver,
+        timeline=timeline,
     )
     if nonce_prefix:
         delivery.nonce_prefix = nonce_prefix
@@ -72,6 +82,7 @@ def build_stream(
         send=delivery.send,
         provider=job.adapter.name,
         tap=tap(stops) if tap is not None else None,
+        timeline=timeline,
     )
 
 
@@ -83,6 +94,7 @@ async def run_stream(
     tap: TapFactory | None = None,
     stats: TransportStats | None = None,
     nonce_prefix: str | None = None,
+    timeline: Timeline | None = None,
 ) -> StreamResult:
     """Run *job* to its end and return its ``StreamResult``.
 
@@ -93,6 +105,7 @@ async def run_stream(
         tap: Builds a pass-through operator on the states from the stop handle.
         stats: Transport counters to fill.
         nonce_prefix: Fixed nonce prefix (reproducible payloads in tests and replays).
+        timeline: Records the stream's timeline (see ``pipeline.timeline``).
 
     Raises:
         pipeline.errors.DiscordError: Discord refused a message in a way that is not an internal stop.
@@ -106,7 +119,9 @@ async def run_stream(
     try:
         with logger.contextualize(stream_id=stream_id, channel_id=job.context.channel_id):
             logger.bind(stage="04-run").info("stream start: {provider}", provider=job.adapter.name)
-            results = await drain(build_stream(job, handle, tap=tap, stats=stats, nonce_prefix=nonce_prefix))
+            results = await drain(
+                build_stream(job, handle, tap=tap, stats=stats, nonce_prefix=nonce_prefix, timeline=timeline)
+            )
             result = results[-1]
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",
@@ -139,12 +154,15 @@ async def stream_to_discord(
     Stage 01 (``adapter.build_request``) runs here; the rest is the chain.
     """
     http = adapter.build_request(request, base_url=base_url, api_key=api_key, stream=True)
+    cfg = config or StreamConfig()
+    if request.prefill and not cfg.prefill:
+        cfg = attrs.evolve(cfg, prefill=request.prefill)
     job = StreamJob(
         adapter=adapter,
         request=http,
         sink=sink,
         context=context or StreamContext(),
-        config=config or StreamConfig(),
+        config=cfg,
         transport=transport or TransportConfig(),
         session=session,
         resolver=resolver,

@@ -21,6 +21,7 @@ from pipeline.types import (
     FunctionCall,
     ProviderError,
     SegmentKind,
+    StopKind,
     StopSignal,
     StreamStatus,
     ThoughtLogEntry,
@@ -94,6 +95,8 @@ class Delivery:
     """Messages sent for this segment (empty for thought and details segments)."""
     typing: int = 0
     """Typing-indicator calls made."""
+    stopped: StopKind | None = None
+    """Set when delivery hit an internal stop (missing access, deleted channel, message cap)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -118,6 +118,8 @@ _EPSILON: Final = 1e-9
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
+WaitHook = Callable[["Route", float], None]
+"""Told each pre-emptive wait: the route and the seconds about to be slept."""
 
 
 def _loop_time() -> float:
@@ -270,6 +272,8 @@ class Slot:
             )
             if delay <= _EPSILON:
                 break
+            if limiter.on_wait is not None:
+                limiter.on_wait(self._route, delay)
             await limiter.sleep(delay)
         limiter.meter_take(now)
         self._bucket.on_send(now)
@@ -304,6 +308,7 @@ class RateLimiter:
         invalid_window: The rolling window of the invalid request count (Discord: 10 minutes).
         max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
         sliding: Treat buckets as sliding windows (one slot per ``reset_after / limit``).
+        on_wait: Called with the route and the delay before every wait (timelines, metrics).
     """
 
     __slots__ = (
@@ -320,6 +325,7 @@ class RateLimiter:
         "_meter_interval",
         "_sleep",
         "_sliding",
+        "on_wait",
     )
 
     def __init__(
@@ -333,6 +339,7 @@ class RateLimiter:
         invalid_window: float = 600.0,
         max_retry_after: float = 60.0,
         sliding: bool = True,
+        on_wait: WaitHook | None = None,
     ) -> None:
         self._clock: Clock = clock or _loop_time
         self._sleep: Sleep = sleep or asyncio.sleep
@@ -345,6 +352,8 @@ class RateLimiter:
         self._invalid: collections.deque[float] = collections.deque()
         self._max_retry_after = max_retry_after
         self._sliding = sliding
+        self.on_wait = on_wait
+        """Called with the route and the delay before every wait; may be set at any time."""
         self._hashes: dict[str, str] = {}
         """Route key -> bucket hash, learned from responses."""
         self._buckets: dict[tuple[str, str, tuple[str, ...]], _Bucket] = {}

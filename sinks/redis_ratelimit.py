@@ -113,7 +113,8 @@ _TAKE: Final = (
     _PRELUDE
     + """
 -- KEYS: 1 route -> hash map, 2 global state, 3 live limiter processes
--- ARGV: 1 prefix, 2 route key, 3 major, 4 meter interval, 5 meter period, 6 ttl ms, 7 process id
+-- ARGV: 1 prefix, 2 route key, 3 major, 4 meter interval, 5 meter period, 6 ttl ms, 7 process id,
+--       8 meter floor: seconds of meter backlog this process ran up on its fallback
 local hash = redis.call('HGET', KEYS[1], ARGV[2])
 local key
 if hash then
@@ -161,7 +162,7 @@ redis.call('PEXPIRE', key, ttl)
 local wait = 0
 local interval = tonumber(ARGV[4])
 if interval > 0 then
-  local tat = math.max(tonumber(g[1]) or now, now)
+  local tat = math.max(tonumber(g[1]) or now, now + tonumber(ARGV[8]))
   wait = math.max(0, tat + interval - tonumber(ARGV[5]) - now)
   redis.call('HSET', KEYS[2], 'tat', fmt(tat + interval))
   redis.call('PEXPIRE', KEYS[2], ttl)
@@ -330,6 +331,13 @@ class RedisSlot(Slot):
         limiter = self._shared
         while True:
             limiter.check_invalid_budget()
+            # The local mirror first: it knows this process's own traffic even when Redis
+            # restarted empty, so re-entering the shared state costs no 429.
+            now = limiter.now()
+            local = max(limiter.global_paused_until - now, self._bucket.delay(now))
+            if local > _EPSILON:
+                await limiter.sleep(local)
+                continue
             grant = await limiter.take(self.route)
             if grant is None:
                 self._key = None
@@ -538,6 +546,7 @@ class RedisRateLimiter(RateLimiter):
                         repr(self._period),
                         self._ttl_ms,
                         self._process_id,
+                        repr(self._meter_floor()),
                     ],
                 ),
                 self._redis_timeout,
@@ -589,6 +598,12 @@ class RedisRateLimiter(RateLimiter):
             await asyncio.wait_for(self._scripts[1](keys=keys, args=args), self._redis_timeout)
         except (RedisError, OSError, TimeoutError) as exc:
             self._went_down(exc)
+
+    def _meter_floor(self) -> float:
+        """Meter backlog left by the fallback, carried into the shared meter (which may have restarted empty)."""
+        if self._fallback_tat == -math.inf:
+            return 0.0
+        return max(0.0, self._fallback_tat - self.now())
 
     def _key(self, name: str) -> str:
         return f"{self._prefix}:{name}"

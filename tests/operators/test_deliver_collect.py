@@ -174,3 +174,21 @@ def test_stop_after_fires_after_forwarding() -> None:
     source = reactivex.from_iterable([_state(1, "a"), _state(2, "b"), _state(3, "c")])
     source.pipe(stop_after(2, StopKind.USER, stops)).subscribe(lambda s: events.append(s.delta))
     assert events == ["a", "b", "stop:user", "c"]
+
+
+def test_delivery_stop_after_provider_finished_is_the_outcome() -> None:
+    """A delivery cut short (message cap) after the provider finished reports the internal stop."""
+    builder = ResultBuilder()
+    builder.add(_state(1, "a"))
+    builder.add(
+        Delivery(segment=Segment(kind=SegmentKind.TEXT, text="a"), stopped=StopKind.SEND_MESSAGE_LIMIT)
+    )
+    assert builder.build().status is StreamStatus.SEND_MESSAGE_LIMIT
+
+
+def test_user_stop_is_not_overridden_by_delivery_stop() -> None:
+    """A stop the stream already ended with wins over a later delivery stop."""
+    builder = ResultBuilder()
+    builder.add(_state(1, "a", StreamStatus.STOPPED_BY_USER))
+    builder.add(Delivery(stopped=StopKind.MISSING_ACCESS))
+    assert builder.build().status is StreamStatus.STOPPED_BY_USER

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -60,9 +62,9 @@ ATOMS = [
     "~",
 ]
 
-TEXT = st.lists(
-    st.one_of(st.sampled_from(ATOMS), st.text(alphabet="ab ,.\n", max_size=5)), max_size=50
-).map("".join)
+TEXT = st.lists(st.one_of(st.sampled_from(ATOMS), st.text(alphabet="ab ,.\n", max_size=5)), max_size=50).map(
+    "".join
+)
 
 
 def scan(text: str) -> MarkdownScanner:
@@ -83,7 +85,7 @@ def scan_chunks(chunks: list[str]) -> MarkdownScanner:
 def chunked(text: str, cuts: list[int]) -> list[str]:
     points = sorted({min(max(c, 0), len(text)) for c in cuts})
     bounds = [0, *points, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def at(text: str, scanner: MarkdownScanner) -> list[tuple[str, str, Level]]:
@@ -141,7 +143,15 @@ def test_sentence_end_may_be_followed_by_closers() -> None:
     """`."` and `!)` followed by a space still end a sentence; `e.g` does not."""
     text = 'He said "yes." Then (wow!) ok e.g.x y'
     levels = [c.level for c in scan(text).cuts]
-    assert levels == [Level.WORD, Level.WORD, Level.SENTENCE, Level.WORD, Level.SENTENCE, Level.WORD, Level.WORD]
+    assert levels == [
+        Level.WORD,
+        Level.WORD,
+        Level.SENTENCE,
+        Level.WORD,
+        Level.SENTENCE,
+        Level.WORD,
+        Level.WORD,
+    ]
 
 
 def test_cjk_full_stop_is_a_cut_without_whitespace() -> None:
@@ -229,6 +239,43 @@ def test_table_ends_at_blank_line_and_at_end_of_text() -> None:
     assert [(t.start, t.end) for t in scan("x\n|a|\n|b|").tables] == [(2, 9)]
 
 
+@pytest.mark.parametrize(
+    "marker", ["- x", "* x", "+ x", "> x", ">>> x", "# x", "### x", "-# x", "12. x", "3) x", "```x```", "~~~"]
+)
+def test_no_word_cut_before_line_start_markdown(marker: str) -> None:
+    """A space cut never moves `- `, `> `, `# `, `1. ` or a fence run to the start of a message."""
+    text = f"aa {marker} bb"
+    starts = [text[c.start :] for c in scan(text).cuts]
+    assert f"{marker} bb" not in starts
+    assert "bb" in starts
+
+
+@pytest.mark.parametrize(
+    "text", ["aa -x bb", "aa #tag bb", "aa 3.5 bb", "aa >b bb", "aa `code` bb", "aa ~~s~~ bb"]
+)
+def test_word_cut_before_ordinary_text_starting_like_a_marker(text: str) -> None:
+    """Text that only starts like a marker (`-x`, `#tag`, `3.5`, inline code) keeps its cut."""
+    assert text[scan(text).cuts[0].start :] == text[3:]
+
+
+def test_quote_line_may_open_a_fence() -> None:
+    """`>>> ```py` opens a block inside the quote (Discord renders it); the reopen leaves the quote out."""
+    scanner = scan("Intro\n>>> ```py\nx = 1\ny = 2\n```\nafter")
+    (span,) = scanner.fences
+    assert span.fence == Fence(">>> ```py", "`", 3)
+    assert span.fence.reopen(2000) == "```py\n"
+    assert scanner.quote_from == 6
+
+
+def test_long_opening_line_is_reopened_as_bare_marker() -> None:
+    """An opening line longer than a quarter of the limit is reopened without its info string."""
+    fence = Fence("```" + "x" * 30, "`", 3)
+    assert fence.reopen(2000) == "```" + "x" * 30 + "\n"
+    assert fence.reopen(64) == "```\n"
+    assert Fence("`" * 20, "`", 20).reopen(64) == "```\n"
+    assert fence.close == "\n```"
+
+
 def test_quote_all_is_recorded_outside_code() -> None:
     """A `>>> ` line sets quote_from; inside a fence it is code."""
     assert scan("a\n>>> quoted\nmore").quote_from == 2
@@ -254,7 +301,11 @@ def test_fences_with_and_without_language(opener: str, closer: str, fence: Fence
     text = f"Before\n{opener}\na b\nc d\n\ne\n{closer}\nAfter text"
     scanner = scan(text)
     inside = [c for c in scanner.cuts if c.fence is not None]
-    assert [(text[c.start :].split("\n")[0], c.fence) for c in inside] == [("c d", fence), ("", fence), ("e", fence)]
+    assert [(text[c.start :].split("\n", maxsplit=1)[0], c.fence) for c in inside] == [
+        ("c d", fence),
+        ("", fence),
+        ("e", fence),
+    ]
     assert scanner.fence is None
     (span,) = scanner.fences
     assert span.fence == fence and text[span.start :].startswith(opener)
@@ -356,9 +407,11 @@ def test_display_width() -> None:
 
 def test_token_spans_cover_discord_tokens_outside_fences() -> None:
     """Mentions, emoji, timestamps, commands, URLs and masked links are tokens; not inside code blocks."""
-    text = "<@1> <@!2> <@&3> <#4> </a b:5> <:e:6> <a:f:7> <t:8:R> https://x.y/z <https://q> [m](https://w) @here"
+    text = (
+        "<@1> <@!2> <@&3> <#4> </a b:5> <:e:6> <a:f:7> <t:8:R> https://x.y/z <https://q> [m](https://w) @here"
+    )
     found = [text[a:b] for a, b in token_spans(text)]
-    assert found == text.split(" ")[:4] + ["</a b:5>"] + text.split(" ")[6:]
+    assert found == [*text.split(" ")[:4], "</a b:5>", *text.split(" ")[6:]]
     code = "```\n<@1>\n```\n<@2>"
     scanner = scan(code)
     assert [code[a:b] for a, b in token_spans(code, scanner.fences)] == ["<@2>"]
@@ -368,12 +421,7 @@ def test_render_table_aligns_columns() -> None:
     """A table becomes a monospace block with padded columns, aligned as the delimiter row says."""
     table = "| Name | Qty | Note |\n|:-----|----:|:----:|\n| **Alice** | 3 | `ok` |\n| 日本 | 12 |\n"
     assert render_table(table) == (
-        "```\n"
-        "Name  | Qty | Note\n"
-        "------+-----+-----\n"
-        "Alice |   3 |  ok\n"
-        "日本  |  12 |\n"
-        "```\n"
+        "```\nName  | Qty | Note\n------+-----+-----\nAlice |   3 |  ok\n日本  |  12 |\n```\n"
     )
 
 

@@ -110,9 +110,10 @@ async def test_emulator_command_serves_and_prints_base_url() -> None:
         base_url = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
         token = (await asyncio.wait_for(proc.stdout.readline(), 5)).decode().split(": ", 1)[1].strip()
         assert base_url.startswith("http://127.0.0.1:")
-        async with aiohttp.ClientSession() as session, session.get(
-            f"{base_url}/users/@me", headers={"Authorization": f"Bot {token}"}
-        ) as resp:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{base_url}/users/@me", headers={"Authorization": f"Bot {token}"}) as resp,
+        ):
             assert resp.status == 200 and (await resp.json())["bot"] is True
     finally:
         proc.terminate()

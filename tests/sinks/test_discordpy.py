@@ -1,0 +1,88 @@
+"""The discord.py adapter, with discord.py's real HTTP client pointed at the emulator."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import discord
+import pytest
+
+from pipeline.config import StreamConfig, StreamContext
+from pipeline.errors import DiscordStopError
+from pipeline.replay import ReplayServer
+from pipeline.request import ChatRequest, Message
+from pipeline.run import stream_to_discord
+from pipeline.types import StopKind, StreamStatus
+from providers.openai import OpenAIAdapter
+from sinks.discordpy import DiscordPySink
+from sinks.emulator import DiscordEmulator, EmulatorConfig
+from tests.conftest import DEMO_DATA
+
+
+@pytest.fixture
+async def emulated_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[discord.Client, DiscordEmulator]]:
+    """A logged-in discord.py client whose REST calls go to the emulator on 127.0.0.1."""
+    emulator = DiscordEmulator(EmulatorConfig(forbidden_channels={"666"}))
+    base_url = await emulator.start()
+    monkeypatch.setattr(discord.http.Route, "BASE", base_url)
+    client = discord.Client(intents=discord.Intents.none())
+    await client.login(emulator.config.token)
+    try:
+        yield client, emulator
+    finally:
+        await client.close()
+        await emulator.close()
+
+
+async def test_stream_delivers_through_discordpy(
+    emulated_client: tuple[discord.Client, DiscordEmulator],
+) -> None:
+    """A full stream reaches the emulator through discord.py, mentions suppressed, in order."""
+    client, emulator = emulated_client
+    async with ReplayServer(body=(DEMO_DATA / "openrouter_reasoning_code.sse").read_bytes()) as server:
+        from providers.openrouter import OpenRouterAdapter
+
+        result = await stream_to_discord(
+            OpenRouterAdapter(),
+            ChatRequest(model="m", messages=(Message.user("hi"),)),
+            sink=DiscordPySink.for_client(client),
+            base_url=server.base_url,
+            api_key="k",
+            context=StreamContext(channel_id="4242"),
+            config=StreamConfig(),
+        )
+    assert result.status is StreamStatus.COMPLETED
+    stored = emulator.messages("4242")
+    assert [m["content"] for m in stored] == [m.payload["content"] for m in result.messages]
+    assert len(stored) >= 2 and all(len(m["content"]) <= 2000 for m in stored)
+    assert all(m["allowed_mentions"]["parse"] == [] for m in stored)
+
+
+async def test_missing_access_becomes_internal_stop(
+    emulated_client: tuple[discord.Client, DiscordEmulator],
+) -> None:
+    """discord.py's Forbidden (50001) maps to the missing_access stop."""
+    client, _ = emulated_client
+    sink = DiscordPySink.for_client(client)
+    with pytest.raises(DiscordStopError) as exc:
+        await sink.create_message(StreamContext(channel_id="666"), {"content": "hi"})
+    assert exc.value.stop_kind is StopKind.MISSING_ACCESS
+
+
+async def test_missing_access_ends_stream_with_status(
+    emulated_client: tuple[discord.Client, DiscordEmulator],
+) -> None:
+    """In a stream, a 403 ends it with status missing_access instead of raising."""
+    client, _ = emulated_client
+    async with ReplayServer(body=(DEMO_DATA / "openai_think_leak.sse").read_bytes()) as server:
+        result = await stream_to_discord(
+            OpenAIAdapter(),
+            ChatRequest(model="m", messages=(Message.user("hi"),)),
+            sink=DiscordPySink.for_client(client),
+            base_url=server.base_url,
+            api_key="k",
+            context=StreamContext(channel_id="666"),
+        )
+    assert result.status is StreamStatus.MISSING_ACCESS and result.messages == ()
