@@ -32,8 +32,8 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
-from operators.persona import webhook_username
 from operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
+from operators.persona import webhook_username
 from operators.split_message import split_message
 from pipeline.aio import from_coro
 from pipeline.config import StreamConfig, StreamContext
