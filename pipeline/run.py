@@ -18,6 +18,7 @@ from loguru import logger
 from reactivex import Observable
 
 from operators.mentions import MentionResolver
+from pipeline.accounting import begin_hold, denied_result, settle
 from pipeline.aio import drain
 from pipeline.chain import build_chain
 from pipeline.config import StreamConfig, StreamContext
@@ -28,6 +29,7 @@ from pipeline.stops import StopHandle, StopRegistry
 from pipeline.timeline import Timeline
 from pipeline.types import Operator
 from providers.base import HttpRequest, ProviderAdapter
+from providers.hooks import ProviderRequestDeniedError
 from providers.transport import TransportConfig, TransportStats, stream_source
 from sinks.base import DiscordSink
 
@@ -119,10 +121,15 @@ async def run_stream(
     try:
         with logger.contextualize(stream_id=stream_id, channel_id=job.context.channel_id):
             logger.bind(stage="04-run").info("stream start: {provider}", provider=job.adapter.name)
+            try:
+                hold = begin_hold(job.adapter.name, job.request)
+            except ProviderRequestDeniedError as denial:
+                return denied_result(denial)
             results = await drain(
                 build_stream(job, handle, tap=tap, stats=stats, nonce_prefix=nonce_prefix, timeline=timeline)
             )
             result = results[-1]
+            settle(hold, result)
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",
                 status=result.status.value,

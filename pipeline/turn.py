@@ -39,8 +39,9 @@ from pipeline.state import Segment, StreamResult
 from pipeline.stops import StopRegistry
 from pipeline.types import FunctionCall, ProviderError, SegmentKind, StreamStatus, Usage
 from providers.base import ProviderAdapter
+from providers.hooks import current_usage_context, find_denial
 from providers.transport import TransportConfig
-from providers.usage import report_usage, sum_turn_usage
+from providers.usage import sum_turn_usage
 from sinks.base import DiscordSink
 
 _log = logger.bind(stage="turn")
@@ -158,7 +159,6 @@ async def run_turn(
         current = attrs.evolve(request, messages=tuple(messages))
         result = await _with_fallback(candidates, current, env, attempts)
         results.append(result)
-        report_usage_safely(result.usage)
         if (
             result.status is not StreamStatus.FUNCTION_CALL
             or tool_handler is None
@@ -177,12 +177,6 @@ async def run_turn(
         usage=sum_turn_usage(r.usage for r in results),
         notice_sent=notice,
     )
-
-
-def report_usage_safely(usage: Usage | None) -> None:
-    """Report one response's usage to the request-bound callback (never fails the turn)."""
-    if usage is not None:
-        report_usage(usage)
 
 
 @attrs.frozen(kw_only=True)
@@ -218,9 +212,12 @@ async def _with_fallback(
         )
         attempts.append(Attempt(label=candidate.label, status=result.status, error=result.error))
         error = result.error
+        # Denials are checked first: a refused owner must not be retried on another key.
+        denied = error is not None and find_denial(error, current_usage_context()) is not None
         retry = (
             result.status is StreamStatus.ERROR
             and error is not None
+            and not denied
             and error.retryable
             and not result.messages
             and index + 1 < len(candidates)
@@ -266,7 +263,12 @@ async def _post_notice(
     resolver: MentionResolver | None,
 ) -> bool:
     delivery = DiscordDelivery(sink=sink, context=context, config=config, resolver=resolver)
-    payloads = delivery.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error)))
+    denial = find_denial(error, current_usage_context())
+    embed = error_embed(error)
+    if denial is not None:
+        copy = denial.render()
+        embed = {"title": copy.title_key, "description": copy.description[:4096], "color": embed.get("color")}
+    payloads = delivery.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=embed))
     for payload in payloads:
         await sink.create_message(context, payload)
     return bool(payloads)

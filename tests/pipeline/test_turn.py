@@ -167,3 +167,78 @@ async def test_usage_reported_once_per_response_and_summed() -> None:
             )
     assert [u.input_tokens for u in seen] == [7, 20]
     assert turn.usage is not None and turn.usage.input_tokens == 27 and turn.usage.output_tokens == 5
+
+
+async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None:
+    """A registered translator turns a 402 into a denial: no fallback, and the notice is the denial's copy."""
+    from providers.hooks import (
+        DenialCopy,
+        ProviderRequestDeniedError,
+        register_denial_translator,
+        with_usage_context,
+    )
+
+    owner = object()
+
+    def translate(failure: object, context: object | None) -> ProviderRequestDeniedError | None:
+        status = getattr(failure, "status", None)
+        if status == 402:
+            return ProviderRequestDeniedError(
+                context,
+                renderer=lambda locale, fallback: DenialCopy(
+                    title_key="allowance_spent", description="Your allowance is spent."
+                ),
+            )
+        return None
+
+    spent = (402, JSON, json.dumps({"error": {"message": "Insufficient credits"}}).encode())
+    sink = MemorySink()
+    dispose = register_denial_translator(translate)
+    try:
+        async with ReplayServer(body=b"", responses=[spent, (200, SSE, _answer("no"))]) as server:
+            with with_usage_context(owner):
+                turn = await run_turn(_candidates(server, 2), REQUEST, sink=sink)
+    finally:
+        dispose()
+    assert len(turn.attempts) == 1
+    [payload] = sink.payloads()
+    assert payload["embeds"][0]["description"] == "Your allowance is spent."
+
+
+async def test_request_hook_hold_settled_and_denial_before_send() -> None:
+    """A request hook holds before the HTTP call and settles after; a refusal sends nothing."""
+    from providers.hooks import ProviderRequest, ProviderRequestDeniedError, register_request_hook
+
+    events: list[tuple[str, object]] = []
+
+    class _Hold:
+        def report_cost(self, cost: float) -> None:
+            events.append(("cost", cost))
+
+        def release(self, retain_estimate: bool) -> None:
+            events.append(("release", retain_estimate))
+
+    def hook(request: ProviderRequest) -> _Hold:
+        events.append(("begin", request.path))
+        assert request.api_key == "key-0"
+        return _Hold()
+
+    dispose = register_request_hook(hook)
+    try:
+        async with ReplayServer(body=_answer("fine")) as server:
+            await run_turn(_candidates(server, 1), REQUEST, sink=MemorySink())
+    finally:
+        dispose()
+    assert events == [("begin", "/chat/completions"), ("release", True)]
+
+    def refuse(request: ProviderRequest) -> None:
+        raise ProviderRequestDeniedError(None, reason="spend guard")
+
+    dispose = register_request_hook(refuse)
+    try:
+        async with ReplayServer(body=_answer("never")) as server:
+            turn = await run_turn(_candidates(server, 2), REQUEST, sink=MemorySink())
+    finally:
+        dispose()
+    assert server.requests == [] and turn.result.error is not None
+    assert turn.result.error.code == "request_denied" and len(turn.attempts) == 1

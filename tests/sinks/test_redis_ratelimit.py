@@ -151,7 +151,7 @@ async def test_redis_429_blocks_every_process(redis_url: str, sinks_for: Any, sc
         assert time.monotonic() - started >= 0.25
         await blocked
         assert emulator.counters.rate_limited == 1
-        assert first.limiter.invalid_requests == (1 if scope == "user" else 1)
+        assert first.limiter.invalid_requests == 1 and second.limiter.invalid_requests == 0
 
 
 async def test_redis_down_mid_run_falls_back_and_recovers(
@@ -178,6 +178,7 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
 
             await delivered_at_least(8)
             await restartable_redis.kill()
+            shared_before_kill = limiter.stats.shared_takes
             await delivered_at_least(16)
             assert not limiter.using_redis
             during = limiter.stats.local_takes
@@ -186,7 +187,7 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
             await run
             assert limiter.using_redis
             assert limiter.stats.outages == 1 and limiter.stats.recoveries == 1
-            assert limiter.stats.shared_takes > 8  # some before the kill, some after the restart
+            assert limiter.stats.shared_takes > shared_before_kill  # back on the shared state
             assert emulator.counters.rate_limited == 0
             _assert_delivered(emulator, plan)
     finally:

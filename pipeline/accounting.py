@@ -1,0 +1,71 @@
+"""Request holds and usage reports around one stream (the overview's extension hooks).
+
+Before the HTTP call a registered request hook may open a *hold* (or deny
+the request); when the stream ends the hold is settled: a reported cost is
+reported, HTTP errors report zero, an in-flight failure releases without
+retaining an unreported estimate. The request-bound usage callback
+receives each completed response's usage exactly once. With no hook and no
+callback registered, nothing here does any work.
+"""
+
+from __future__ import annotations
+
+__all__ = ("begin_hold", "denied_result", "settle")
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from pipeline.state import StreamResult
+from pipeline.types import ErrorType, FinishReason, ProviderError, StreamStatus
+from providers.base import HttpRequest
+from providers.hooks import Hold, ProviderRequestDeniedError, begin_provider_request
+from providers.usage import report_usage
+
+_KEY_HEADERS = ("x-api-key", "x-goog-api-key")
+_SUCCESS = (StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL)
+
+
+def _api_key(headers: Mapping[str, str]) -> str | None:
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered == "authorization" and value.lower().startswith("bearer "):
+            return value[7:]
+        if lowered in _KEY_HEADERS:
+            return value
+    return None
+
+
+def begin_hold(provider: str, request: HttpRequest) -> Hold | None:
+    """Open a hold for *request* if a hook is registered (may raise ``ProviderRequestDeniedError``)."""
+    return begin_provider_request(
+        provider=provider,
+        path=urlsplit(request.url).path,
+        body=request.body,
+        api_key=_api_key(request.headers),
+    )
+
+
+def denied_result(denial: ProviderRequestDeniedError) -> StreamResult:
+    """The result of a stream whose request was denied before sending."""
+    error = ProviderError(
+        type=ErrorType.API_ERROR,
+        message=denial.reason,
+        retryable=False,
+        code="request_denied",
+        original_error=denial,
+    )
+    return StreamResult(status=StreamStatus.ERROR, error=error, finish_reason=FinishReason.ERROR)
+
+
+def settle(hold: Hold | None, result: StreamResult) -> None:
+    """Report usage once and settle the hold according to how the stream ended."""
+    usage = result.usage
+    if usage is not None:
+        report_usage(usage)
+    if hold is None:
+        return
+    if usage is not None and usage.cost is not None:
+        hold.report_cost(usage.cost)
+    elif result.error is not None and result.error.status is not None:
+        hold.report_cost(0.0)  # the provider refused the request: nothing was spent
+    hold.release(result.status in _SUCCESS)
