@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ("StageTimes", "time_stages")
 
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -35,21 +36,26 @@ from sinks.memory import MemorySink
 
 @attrs.frozen
 class StageTimes:
-    """Microseconds per chunk for each stage's logic (medians over runs)."""
+    """Microseconds per chunk for each stage's logic (best of several runs, GC paused)."""
 
     chunks: int
     stages: dict[str, float]
 
 
 def _time(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    best: list[float] = []
+    """The best of *runs* timings (the least disturbed by other load), with the GC paused."""
+    best = float("inf")
     value: Any = None
     for _ in range(runs):
-        start = time.perf_counter()
-        value = fn()
-        best.append(time.perf_counter() - start)
-    best.sort()
-    return best[len(best) // 2], value
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            value = fn()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return best, value
 
 
 def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:

@@ -38,11 +38,13 @@ __all__ = ("RedisStopBus",)
 
 import asyncio
 import math
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 import redis.asyncio as aioredis
 from loguru import logger
 from redis.exceptions import RedisError
+from redis.typing import EncodableT, FieldT
 
 from pipeline.stops import StopRegistry
 from pipeline.types import StopKind
@@ -50,6 +52,18 @@ from pipeline.types import StopKind
 _log = logger.bind(stage="04-stop-bus")
 
 _MAX_BACKOFF: Final = 2.0
+
+
+def _entries(reply: Any) -> list[tuple[str, dict[str, str]]]:
+    """The (id, fields) entries of an ``XREAD`` reply on one stream (RESP2 list or RESP3 map form)."""
+    if not reply:
+        return []
+    per_stream = reply.values() if isinstance(reply, Mapping) else (item[1] for item in reply)
+    return [
+        (str(entry_id), {str(k): str(v) for k, v in (fields or {}).items()})
+        for entries in per_stream
+        for entry_id, fields in entries
+    ]
 
 
 def _parse_id(entry_id: str) -> tuple[int, int]:
@@ -172,7 +186,12 @@ class RedisStopBus:
             a stop for a channel streaming nowhere is a no-op everywhere).
         """
         local = self._registry.stop(channel_id, kind, reason)
-        fields = {"origin": self._process_id, "channel": channel_id, "kind": kind.value, "reason": reason}
+        fields: dict[FieldT, EncodableT] = {
+            "origin": self._process_id,
+            "channel": channel_id,
+            "kind": kind.value,
+            "reason": reason,
+        }
         try:
             await asyncio.wait_for(
                 self._client.xadd(self._key, fields, maxlen=self._maxlen, approximate=True), self._timeout
@@ -211,11 +230,10 @@ class RedisStopBus:
                         _log.info("stop bus: Redis reachable again, listening")
                     failures = 0
                 cursor = self._cursor or "0-0"
-                replies = await self._client.xread({self._key: cursor}, count=100, block=self._block_ms)
-                for _stream, entries in replies or ():
-                    for entry_id, fields in entries:
-                        self._cursor = entry_id
-                        self._deliver(fields)
+                reply = await self._client.xread({self._key: cursor}, count=100, block=self._block_ms)
+                for entry_id, fields in _entries(reply):
+                    self._cursor = entry_id
+                    self._deliver(fields)
             except (RedisError, OSError, TimeoutError) as exc:
                 self._connected.clear()
                 first_attempt.set()

@@ -186,8 +186,10 @@ def plot_timeline(
         )
     axes.set_title(title, fontsize=10)
     handles, labels = axes.get_legend_handles_labels()
-    if handles:
-        axes.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=6, fontsize=7)
+    if handles and ax is None:
+        figure.legend(handles, labels, loc="outside lower center", ncol=7, fontsize=7, frameon=False)
+    elif handles:
+        axes.legend(handles, labels, fontsize=7)
     return figure
 
 

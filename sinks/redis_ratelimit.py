@@ -497,7 +497,7 @@ class RedisRateLimiter(RateLimiter):
 
     @contextlib.asynccontextmanager
     async def acquire(self, route: Route) -> AsyncIterator[RedisSlot]:
-        """Hold the route's bucket for one request and its retries (FIFO in this process); see ``RateLimiter``."""
+        """Hold the route's bucket for one request and its retries (FIFO within this process)."""
         bucket = self._bucket_for(route)
         async with bucket.lock:
             slot = RedisSlot(self, route, bucket)
@@ -600,7 +600,7 @@ class RedisRateLimiter(RateLimiter):
             self._went_down(exc)
 
     def _meter_floor(self) -> float:
-        """Meter backlog left by the fallback, carried into the shared meter (which may have restarted empty)."""
+        """Meter backlog the fallback left, carried into the shared meter (Redis may have restarted empty)."""
         if self._fallback_tat == -math.inf:
             return 0.0
         return max(0.0, self._fallback_tat - self.now())

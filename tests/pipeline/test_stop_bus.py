@@ -51,7 +51,9 @@ async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
             await asyncio.sleep(0.01)
 
 
-async def test_redis_stop_bus_delivers_to_another_process_registry(redis_url: str, bus_factory: Factory) -> None:
+async def test_redis_stop_bus_delivers_to_another_process_registry(
+    redis_url: str, bus_factory: Factory
+) -> None:
     """A kill published in process A reaches the stream's stop subject in process B."""
     namespace = uuid.uuid4().hex
     here, there = StopRegistry(), StopRegistry()
@@ -96,8 +98,10 @@ async def test_redis_stop_bus_applies_a_local_stop_once(redis_url: str, bus_fact
     assert seen == [StopSignal(StopKind.USER)] and sender.delivered == 0
 
 
-async def test_redis_stop_bus_catches_up_after_a_dropped_connection(redis_url: str, bus_factory: Factory) -> None:
-    """A stop published while the receiver's connection is down arrives once it reconnects (streams, not pub/sub)."""
+async def test_redis_stop_bus_catches_up_after_a_dropped_connection(
+    redis_url: str, bus_factory: Factory
+) -> None:
+    """A stop published while the receiver's connection is down arrives after it reconnects (streams)."""
     namespace = uuid.uuid4().hex
     proxy = RedisProxy(redis_url)
     await proxy.start()
@@ -118,8 +122,10 @@ async def test_redis_stop_bus_catches_up_after_a_dropped_connection(redis_url: s
         await proxy.kill()
 
 
-async def test_redis_stop_bus_survives_a_redis_restart(restartable_redis: Restartable, bus_factory: Factory) -> None:
-    """Redis killed: publishing still stops local streams (logged); after a restart remote stops flow again."""
+async def test_redis_stop_bus_survives_a_redis_restart(
+    restartable_redis: Restartable, bus_factory: Factory
+) -> None:
+    """Redis killed: publish still stops local streams (logged); after a restart remote stops flow again."""
     lines: list[str] = []
     logger.enable("pipeline")
     handler = logger.add(lines.append, level="INFO", format="{message}")

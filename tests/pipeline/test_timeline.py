@@ -13,6 +13,7 @@ import pytest
 import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
+from reactivex.notification import OnNext
 from reactivex.subject import ReplaySubject
 from reactivex.testing import ReactiveTest, TestScheduler
 
@@ -90,7 +91,7 @@ def _run_chain(
         timeline=timeline,
     )
     observer = scheduler.start(lambda: chain, created=0.0, subscribed=SUBSCRIBED, disposed=1000.0)
-    return [message.value.value for message in observer.messages if message.value.kind == "N"]
+    return [message.value.value for message in observer.messages if isinstance(message.value, OnNext)]
 
 
 def _marks(timeline: Timeline, lane: str) -> list[tuple[float, str]]:
@@ -98,7 +99,7 @@ def _marks(timeline: Timeline, lane: str) -> list[tuple[float, str]]:
 
 
 def test_chain_records_each_stage_at_virtual_times() -> None:
-    """Raw chunks, processed chunks, the final flush, the cleaned segment and the result land at their ticks."""
+    """Raw and processed chunks, the final flush, the cleaned segment and the result land at their ticks."""
     scheduler = TestScheduler()
     source = scheduler.create_cold_observable(
         on_next(2, _raw("?plan")), on_next(5, _raw("Hello")), on_next(9, _raw(" world")), on_completed(12)
@@ -141,7 +142,11 @@ def test_user_stop_is_recorded_with_the_cancelled_request() -> None:
     _run_chain(scheduler, source, timeline, stops=stops)
 
     assert _marks(timeline, ORCHESTRATOR) == [(5, "stop"), (5, "status"), (5, "result")]
-    assert [e.detail for e in timeline.lane(ORCHESTRATOR)] == ["user: test", "stopped_by_user", "stopped_by_user"]
+    assert [e.detail for e in timeline.lane(ORCHESTRATOR)] == [
+        "user: test",
+        "stopped_by_user",
+        "stopped_by_user",
+    ]
     assert (5, "cancelled") in _marks(timeline, TRANSPORT)
     assert (8, "raw") not in _marks(timeline, TRANSPORT)
 
@@ -207,7 +212,11 @@ def test_readers_sort_count_and_find_the_first_message() -> None:
     )
     assert [e.t for e in timeline.events] == [0.0, 0.1, 0.5, 0.9]
     assert timeline.first_message_at == pytest.approx(0.3)
-    assert timeline.counts() == {DELIVERY: {"send": 2}, TRANSPORT: {"request": 1}, ORCHESTRATOR: {"result": 1}}
+    assert timeline.counts() == {
+        DELIVERY: {"send": 2},
+        TRANSPORT: {"request": 1},
+        ORCHESTRATOR: {"result": 1},
+    }
     assert timeline.span == pytest.approx(0.9)
     assert timeline.status == "completed"
     assert [e.detail for e in timeline.of_kind("send")] == ["message 1", "message 2"]
@@ -249,7 +258,10 @@ def _sample_timeline() -> Timeline:
     events += [TimelineEvent(0.3 + i * 0.1, CLEAN, "text", "80 chars") for i in range(4)]
     events += [TimelineEvent(0.3 + i * 0.1, DELIVERY, "send", "", 0.05 + 0.1 * (i > 1)) for i in range(4)]
     events += [TimelineEvent(0.52, DELIVERY, "wait", "POST", 0.1), TimelineEvent(0.01, DELIVERY, "typing")]
-    events += [TimelineEvent(0.45, ORCHESTRATOR, "stop", "user"), TimelineEvent(0.9, ORCHESTRATOR, "result", "x")]
+    events += [
+        TimelineEvent(0.45, ORCHESTRATOR, "stop", "user"),
+        TimelineEvent(0.9, ORCHESTRATOR, "result", "x"),
+    ]
     timeline.extend(events)
     return timeline
 
@@ -314,7 +326,7 @@ def test_missing_matplotlib_is_a_clear_input_error(
 def test_cli_timeline_flag_writes_the_png_and_keeps_the_json(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """`rxcord replay --timeline out.png --json` prints the same report as without the flag and writes the plot."""
+    """`replay --timeline out.png --json` prints the same report as without the flag, and writes the plot."""
     capture = str(DEMO_DATA / "openai_think_leak.sse")
     args = ["replay", capture, "--provider", "openai", "--sink", "memory", "--json"]
     assert main(args) == 0

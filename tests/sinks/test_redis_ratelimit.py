@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from loguru import logger
 
 from pipeline.config import StreamContext
-from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
+from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
 from sinks.ratelimit import RateLimiter
 from sinks.redis_ratelimit import RedisRateLimiter, make_limiter, token_namespace
 from sinks.rest import Backoff, RestSink
@@ -133,10 +133,10 @@ async def test_redis_limiters_share_a_bucket(redis_url: str, sinks_for: Any) -> 
 
 
 @pytest.mark.parametrize("scope", ["user", "global"])
-async def test_redis_429_blocks_every_process(redis_url: str, sinks_for: Any, scope: str) -> None:
-    """A 429 learnt by one limiter holds back the others: the bucket's for a route 429, all for a global one."""
+async def test_redis_429_blocks_every_process(redis_url: str, sinks_for: Any, scope: Scope) -> None:
+    """A 429 learnt by one limiter holds the others back: on its bucket (route 429) or everywhere (global)."""
     namespace = _namespace()
-    fault = Fault("rate_limit", route=ROUTE_CREATE, major=_channel(1), retry_after=0.4, scope=scope)  # type: ignore[arg-type]
+    fault = Fault("rate_limit", route=ROUTE_CREATE, major=_channel(1), retry_after=0.4, scope=scope)
     async with DiscordEmulator(EmulatorConfig(fault_plan=[fault])) as emulator:
         first, second = sinks_for(
             emulator.base_url, [RedisRateLimiter(redis_url, namespace=namespace) for _ in range(2)]
@@ -198,7 +198,7 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
 
 
 async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any) -> None:
-    """Redis paused (too slow to answer): messages keep flowing meanwhile; afterwards the shared state is used."""
+    """Redis paused (too slow to answer): messages keep flowing meanwhile; then the shared state is used."""
     config = EmulatorConfig(channel_limit=5, channel_window=0.5)
     async with DiscordEmulator(config) as emulator:
         limiter = RedisRateLimiter(redis_url, namespace=_namespace(), redis_timeout=0.1, retry_interval=0.1)
@@ -208,7 +208,7 @@ async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any
         while len(emulator.all_messages()) < 4:
             await asyncio.sleep(0.01)
         admin = aioredis.Redis.from_url(redis_url)
-        await admin.execute_command("CLIENT", "PAUSE", "800")
+        await admin.client_pause(800)
         paused_at, pause_ends = len(emulator.all_messages()), time.monotonic() + 0.8
         await asyncio.sleep(0.6)
         assert len(emulator.all_messages()) > paused_at + 2  # streams went on while Redis stalled
