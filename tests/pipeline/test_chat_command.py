@@ -27,7 +27,7 @@ def test_missing_key_is_one_line_naming_the_variable(
 async def test_chat_streams_to_the_terminal(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With a key and --base-url, the reply streams through the chain to stdout; the key is sent as a bearer."""
+    """With a key and --base-url, the reply streams to stdout; the key goes as a bearer."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-chat-test")
     async with ReplayServer(body=THINK) as server:
         code = await asyncio.to_thread(
