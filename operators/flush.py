@@ -70,7 +70,7 @@ from __future__ import annotations
 __all__ = ("Flusher", "error_embed", "flush")
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -502,8 +502,13 @@ _ERROR_COLOURS: Final[Mapping[ErrorType, int]] = {
 _EMBED_DESCRIPTION_MAX: Final = 4096
 
 
-def error_embed(error: ProviderError) -> dict[str, Any]:
+def error_embed(
+    error: ProviderError, describe: Callable[[ProviderError], str] | None = None
+) -> dict[str, Any]:
     """The Discord embed object that reports *error* to users.
+
+    *describe* is the provider's error description function (the adapter's
+    ``describe_error``); without it the error's message is the description.
 
     Title by error type, the message as description (trimmed, cut to Discord's
     4096 code points with an ellipsis; the message is kept whole otherwise, so
@@ -515,7 +520,7 @@ def error_embed(error: ProviderError) -> dict[str, Any]:
         "title": _ERROR_TITLES.get(error.type, "Error"),
         "color": _ERROR_COLOURS.get(error.type, 0xED4245),
     }
-    description = error.message.strip()
+    description = (describe(error) if describe is not None else error.message).strip()
     if len(description) > _EMBED_DESCRIPTION_MAX:
         description = description[: _EMBED_DESCRIPTION_MAX - 1].rstrip() + "…"
     if description:
@@ -541,7 +546,9 @@ _DISCARD: Final = frozenset(
 
 
 def flush(
-    config: StreamConfig, stops: abc.ObserverBase[StopSignal] | None = None
+    config: StreamConfig,
+    stops: abc.ObserverBase[StopSignal] | None = None,
+    describe: Callable[[ProviderError], str] | None = None,
 ) -> Operator[StreamState, Segment]:
     r"""Turn the orchestrator's states into segments (stage 05).
 
@@ -572,6 +579,7 @@ def flush(
     Args:
         config: The stream's configuration.
         stops: Where to send the ``FLUSH_LIMIT`` stop.
+        describe: The provider's error description function, for the error embed.
 
     Returns:
         An operator from ``StreamState`` to ``Segment``.
@@ -634,7 +642,7 @@ def flush(
                 if error is not None and not (
                     error.retryable or config.suppress_user_errors or config.defer_notice
                 ):
-                    segments.append(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error)))
+                    segments.append(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error, describe)))
                 emit(segments)
 
             def on_error(error: Exception) -> None:

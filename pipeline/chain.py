@@ -45,7 +45,14 @@ from operators.typing_heartbeat import typing_heartbeat
 from pipeline.config import StreamConfig
 from pipeline.state import Delivery, Segment, StreamResult, StreamState, TypingPulse
 from pipeline.timeline import CLEAN, FLUSH, Timeline
-from pipeline.types import ChunkNormalizer, Operator, ProcessedChunk, RawStreamChunk, StopSignal
+from pipeline.types import (
+    ChunkNormalizer,
+    Operator,
+    ProcessedChunk,
+    ProviderError,
+    RawStreamChunk,
+    StopSignal,
+)
 
 _T = TypeVar("_T")
 
@@ -79,11 +86,12 @@ def delivery_branch(
     send: Send,
     stop_sink: abc.ObserverBase[StopSignal] | None = None,
     timeline: Timeline | None = None,
+    describe: Callable[[ProviderError], str] | None = None,
 ) -> Operator[StreamState, Delivery]:
     """Stages 05-07: states to Discord deliveries (*timeline* records the segments of 05 and 06)."""
     if timeline is not None:
         return reactivex.compose(
-            flush(config, stop_sink),
+            flush(config, stop_sink, describe),
             timeline.segment_tap(FLUSH),
             clean(config),
             timeline.segment_tap(CLEAN),
@@ -91,7 +99,7 @@ def delivery_branch(
             deliver(send),
         )
     return reactivex.compose(
-        flush(config, stop_sink),
+        flush(config, stop_sink, describe),
         clean(config),
         typing_heartbeat(config.typing_interval),
         deliver(send),
@@ -113,6 +121,7 @@ def build_chain(
     provider: str = "",
     tap: Operator[StreamState, StreamState] | None = None,
     timeline: Timeline | None = None,
+    describe: Callable[[ProviderError], str] | None = None,
 ) -> Observable[StreamResult]:
     """Compose the whole chain for one stream.
 
@@ -127,11 +136,12 @@ def build_chain(
         tap: An optional pass-through operator on the states (``--stop KIND@N``, progress).
         timeline: Records what each stage does and when (``pipeline.timeline``); without it
             no recording operator is added at all.
+        describe: The provider's error description function (the error embed's text).
 
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
     """
-    branch = delivery_branch(config, send, stop_sink, timeline)
+    branch = delivery_branch(config, send, stop_sink, timeline, describe)
 
     def fan_out(states: Observable[StreamState]) -> Observable[StreamState | Delivery]:
         # States are subscribed first, so the result sees each state before the deliveries it causes.

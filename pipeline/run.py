@@ -83,6 +83,7 @@ def build_stream(
         stop_sink=stops.subject,
         send=delivery.send,
         provider=job.adapter.name,
+        describe=job.adapter.describe_error,
         tap=tap(stops) if tap is not None else None,
         timeline=timeline,
     )

@@ -169,7 +169,8 @@ async def run_turn(
     assert result is not None
     notice = False
     if result.status is StreamStatus.ERROR and result.error is not None and not cfg.suppress_user_errors:
-        notice = await _post_notice(result.error, sink, ctx, cfg, resolver)
+        last = next((c for c in candidates if c.label == attempts[-1].label), candidates[-1])
+        notice = await _post_notice(result.error, env, last.adapter.describe_error)
     return TurnResult(
         result=result,
         results=tuple(results),
@@ -255,20 +256,14 @@ async def _tool_messages(result: StreamResult, handler: ToolHandler) -> list[Mes
     return out
 
 
-async def _post_notice(
-    error: ProviderError,
-    sink: DiscordSink,
-    context: StreamContext,
-    config: StreamConfig,
-    resolver: MentionResolver | None,
-) -> bool:
-    delivery = DiscordDelivery(sink=sink, context=context, config=config, resolver=resolver)
+async def _post_notice(error: ProviderError, env: _Env, describe: Callable[[ProviderError], str]) -> bool:
+    delivery = DiscordDelivery(sink=env.sink, context=env.context, config=env.config, resolver=env.resolver)
     denial = find_denial(error, current_usage_context())
-    embed = error_embed(error)
+    embed = error_embed(error, describe)
     if denial is not None:
         copy = denial.render()
         embed = {"title": copy.title_key, "description": copy.description[:4096], "color": embed.get("color")}
     payloads = delivery.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=embed))
     for payload in payloads:
-        await sink.create_message(context, payload)
+        await env.sink.create_message(env.context, payload)
     return bool(payloads)

@@ -61,8 +61,17 @@ class SseParser:
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Consume *chunk*; return the events it completed."""
+        return [SseEvent(data, event, id_) for data, event, id_ in self.feed_fields(chunk)]
+
+    def close(self) -> list[SseEvent]:
+        """End of body: dispatch a pending event (see the module docstring)."""
+        return [SseEvent(data, event, id_) for data, event, id_ in self.close_fields()]
+
+    def feed_fields(self, chunk: bytes) -> list[tuple[str, str | None, str | None]]:
+        """``feed`` as ``(data, event, id)`` tuples: the transport's hot path, without the objects."""
+        out: list[tuple[str, str | None, str | None]] = []
         if not chunk:
-            return []
+            return out
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -76,13 +85,24 @@ class SseParser:
         if self._at_start:
             if len(buf) < len(_UTF8_BOM) and _UTF8_BOM.startswith(buf):
                 self._partial += buf
-                return []
+                return out
             self._at_start = False
             if buf.startswith(_UTF8_BOM):
                 buf = buf[len(_UTF8_BOM) :]
-        lines = buf.splitlines(keepends=True)
-        out: list[SseEvent] = []
-        for raw in lines:
+        if b"\r" not in buf:
+            # LF-only (every provider in practice): ``split`` gives the same lines as
+            # ``splitlines(keepends=True)`` without the per-line end checks.
+            lines = buf.split(b"\n")
+            tail = lines.pop()
+            line = self._line
+            for raw in lines:
+                line(raw, out)
+            if tail:
+                if len(tail) > self.max_line_bytes:
+                    raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
+                self._partial += tail
+            return out
+        for raw in buf.splitlines(keepends=True):
             last = raw[-1:]
             if last == b"\n":
                 self._line(raw[:-2] if raw[-2:] == b"\r\n" else raw[:-1], out)
@@ -96,9 +116,9 @@ class SseParser:
         self._skip_lf = buf[-1:] == b"\r"
         return out
 
-    def close(self) -> list[SseEvent]:
-        """End of body: dispatch a pending event (see the module docstring)."""
-        out: list[SseEvent] = []
+    def close_fields(self) -> list[tuple[str, str | None, str | None]]:
+        """``close`` as ``(data, event, id)`` tuples."""
+        out: list[tuple[str, str | None, str | None]] = []
         if self._partial:
             tail = bytes(self._partial)
             self._partial.clear()
@@ -106,29 +126,39 @@ class SseParser:
         self._dispatch(out)
         return out
 
-    def _line(self, raw: bytes, out: list[SseEvent]) -> None:
+    def _line(self, raw: bytes, out: list[tuple[str, str | None, str | None]]) -> None:
         if not raw:
             self._dispatch(out)
+            return
+        if raw[:5] == b"data:":
+            # The common line, decoded without the general field split (same result:
+            # the ASCII field name never changes how the value decodes).
+            value = raw[6:] if raw[5:6] == b" " else raw[5:]
+            self._data.append(value.decode("utf-8", errors="replace"))
+            self._has_data = True
             return
         line = raw.decode("utf-8", errors="replace")
         if line[0] == ":":
             self.comments += 1
             return
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
+        name, colon, value_text = line.partition(":")
+        if colon and value_text[:1] == " ":
+            value_text = value_text[1:]
         if name == "data":
-            self._data.append(value)
+            self._data.append(value_text)
             self._has_data = True
         elif name == "event":
-            self._event = value or None
-        elif name == "id" and "\0" not in value:
-            self._id = value
+            self._event = value_text or None
+        elif name == "id" and "\0" not in value_text:
+            self._id = value_text
         # "retry" and unknown fields are ignored, as the standard says.
 
-    def _dispatch(self, out: list[SseEvent]) -> None:
+    def _dispatch(self, out: list[tuple[str, str | None, str | None]]) -> None:
         if self._has_data:
-            out.append(SseEvent(data="\n".join(self._data), event=self._event, id=self._id))
-        self._data = []
-        self._has_data = False
+            data = self._data
+            out.append((data[0] if len(data) == 1 else "\n".join(data), self._event, self._id))
+            self._data = []
+            self._has_data = False
+        elif self._data:
+            self._data = []
         self._event = None

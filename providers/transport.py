@@ -34,7 +34,9 @@ __all__ = ("TransportConfig", "TransportStats", "stream_source")
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncGenerator, Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -56,6 +58,40 @@ from providers.ssrf import PinnedResolver, SsrfGuard
 _log = logger.bind(stage="02-transport")
 
 _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
+
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+"""The metadata of every SSE event chunk (shared: it is read-only)."""
+
+_BIG_INT = re.compile(r"[0-9]{19}")
+"""A run of 19 digits: a possible integer beyond 64 bits, which orjson would turn into a float."""
+
+
+def _find_orjson() -> Callable[[str], Any] | None:
+    try:  # an optional accelerator (the ``test`` and ``bench`` extras install it)
+        import orjson
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    return orjson.loads
+
+
+_orjson_loads = _find_orjson()
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, through orjson when it is installed and gives the same answer.
+
+    orjson rejects what it cannot represent exactly (NaN, infinities, lone
+    surrogates: the standard library is then asked) but silently turns an
+    integer beyond 64 bits into a float; text with 19 digits in a row goes to
+    the standard library directly. Either way the decoded value is the one
+    ``json.loads`` returns.
+    """
+    if _orjson_loads is not None and _BIG_INT.search(text) is None:
+        try:
+            return _orjson_loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 @attrs.frozen(kw_only=True)
@@ -207,21 +243,27 @@ class _Pump:
     ) -> tuple[ProviderError, RawStreamChunk] | None:
         """Run one attempt; return the rejection (and its chunk) if it failed before commitment."""
         self.stats.attempts += 1
-        async with contextlib.aclosing(self._chunks(body)) as chunks:
-            async for raw in chunks:
+        async with contextlib.aclosing(self._chunks(body)) as batches:
+            async for batch in batches:
                 if state.committed:
-                    self.observer.on_next(raw)
+                    on_next = self.observer.on_next
+                    for raw in batch:
+                        on_next(raw)
                     continue
-                rejection = self.adapter.rejection(raw)
-                if rejection is not None:
-                    # Closing the generator releases the failed response before any retry.
-                    return rejection, raw
-                if self.adapter.is_meaningful(raw):
-                    state.committed = True
-                    self._emit_held(state)
-                    self.observer.on_next(raw)
-                else:
-                    state.held.append(raw)
+                for raw in batch:
+                    if state.committed:
+                        self.observer.on_next(raw)
+                        continue
+                    rejection = self.adapter.rejection(raw)
+                    if rejection is not None:
+                        # Closing the generator releases the failed response before any retry.
+                        return rejection, raw
+                    if self.adapter.is_meaningful(raw):
+                        state.committed = True
+                        self._emit_held(state)
+                        self.observer.on_next(raw)
+                    else:
+                        state.held.append(raw)
         self._emit_held(state)
         return None
 
@@ -230,7 +272,8 @@ class _Pump:
         for raw in held:
             self.observer.on_next(raw)
 
-    async def _chunks(self, body: Mapping[str, Any]) -> AsyncGenerator[RawStreamChunk, None]:
+    async def _chunks(self, body: Mapping[str, Any]) -> AsyncGenerator[list[RawStreamChunk], None]:
+        """The attempt's chunks, one batch per piece read from the network (errors as one-chunk batches)."""
         name = self.adapter.name
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -255,26 +298,30 @@ class _Pump:
                         )
                     )
                 stack.callback(self._mark_closed)
-                async for raw in self._read(response):
-                    yield raw
+                async for batch in self._read(response):
+                    yield batch
         except asyncio.CancelledError:
             raise
         except SsrfRefusedError as exc:
-            yield RawStreamChunk(
-                provider=name,
-                error=ProviderError(
-                    type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
-                ),
-            )
+            yield [
+                RawStreamChunk(
+                    provider=name,
+                    error=ProviderError(
+                        type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
+                    ),
+                )
+            ]
         except SseLineTooLong as exc:
-            yield RawStreamChunk(
-                provider=name,
-                error=ProviderError(
-                    type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
-                ),
-            )
+            yield [
+                RawStreamChunk(
+                    provider=name,
+                    error=ProviderError(
+                        type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
+                    ),
+                )
+            ]
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            yield RawStreamChunk(provider=name, error=classify_exception(exc, provider=name))
+            yield [RawStreamChunk(provider=name, error=classify_exception(exc, provider=name))]
 
     def _mark_closed(self) -> None:
         self.stats.closed = True
@@ -292,14 +339,14 @@ class _Pump:
             connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
         return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
 
-    async def _read(self, response: aiohttp.ClientResponse) -> AsyncGenerator[RawStreamChunk, None]:
+    async def _read(self, response: aiohttp.ClientResponse) -> AsyncGenerator[list[RawStreamChunk], None]:
         name = self.adapter.name
         status = response.status
         ctype = response.headers.get("Content-Type", "")
         if status >= 400:
             decoded = _decode_json(await _read_capped(response, self.cfg.max_body_bytes))
             error = classify_http_error(status, decoded, provider=name, headers=dict(response.headers))
-            yield RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
+            yield [RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})]
             return
         if 300 <= status < 400:
             # Redirects are never followed: a custom endpoint could bounce us to an unchecked host.
@@ -310,39 +357,57 @@ class _Pump:
                 code="redirect_refused",
                 status=status,
             )
-            yield RawStreamChunk(provider=name, error=error, metadata={"status": status})
+            yield [RawStreamChunk(provider=name, error=error, metadata={"status": status})]
             return
         if "text/event-stream" not in ctype:
             text = await _read_capped(response, self.cfg.max_body_bytes)
             decoded = _decode_json(text)
             if isinstance(decoded, str):
-                yield _malformed(name, "response body is not JSON", text)
+                yield [_malformed(name, "response body is not JSON", text)]
                 return
-            yield RawStreamChunk(provider=name, data=decoded, metadata={"complete": True, "status": status})
+            yield [RawStreamChunk(provider=name, data=decoded, metadata={"complete": True, "status": status})]
             return
         parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
         total = 0
+        limit = self.cfg.max_stream_bytes
+        # One batch per network read: every event of a piece goes downstream without
+        # a round trip through the async generators per event.
         async for piece in response.content.iter_any():
             total += len(piece)
-            if total > self.cfg.max_stream_bytes:
-                yield _malformed(name, f"stream exceeded {self.cfg.max_stream_bytes} bytes", "")
+            if total > limit:
+                yield [_malformed(name, f"stream exceeded {limit} bytes", "")]
                 return
-            for event in parser.feed(piece):
-                if event.data == "[DONE]":
-                    return
-                yield _event_chunk(name, event.data, event.event)
-        for event in parser.close():
-            if event.data == "[DONE]":
+            fields = parser.feed_fields(piece)
+            if not fields:
+                continue
+            batch, done = _event_chunks(name, fields)
+            if batch:
+                yield batch
+            if done:
                 return
-            yield _event_chunk(name, event.data, event.event)
+        batch, _ = _event_chunks(name, parser.close_fields())
+        if batch:
+            yield batch
+
+
+def _event_chunks(
+    provider: str, fields: list[tuple[str, str | None, str | None]]
+) -> tuple[list[RawStreamChunk], bool]:
+    """The chunks of parsed events, up to ``[DONE]``; and whether ``[DONE]`` was seen."""
+    batch: list[RawStreamChunk] = []
+    for data, event, _ in fields:
+        if data == "[DONE]":
+            return batch, True
+        batch.append(_event_chunk(provider, data, event))
+    return batch, False
 
 
 def _event_chunk(provider: str, data: str, event: str | None) -> RawStreamChunk:
     try:
-        decoded = json.loads(data)
+        decoded = _loads(data)
     except ValueError:
         return _malformed(provider, f"malformed SSE data (not JSON) in event {event or 'message'}", data)
-    return RawStreamChunk(provider=provider, data=decoded, event=event)
+    return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
 
 
 def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:

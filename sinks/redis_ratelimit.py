@@ -521,6 +521,21 @@ class RedisRateLimiter(RateLimiter):
         """Live limiters sharing the namespace, as Redis last reported (0 before the first take)."""
         return self._peers
 
+    async def connect(self) -> bool:
+        """Reach Redis now and load the scripts (optional: the first request does it otherwise).
+
+        Returns:
+            Whether Redis answered; if not, the limiter is on its fallback (logged) and keeps probing.
+        """
+        try:
+            for script in self._scripts:
+                await asyncio.wait_for(self._client.script_load(script.script), self._redis_timeout)
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._went_down(exc)
+            return False
+        self._came_back()
+        return True
+
     async def aclose(self) -> None:
         """Finish background writes and close the Redis client if this limiter created it."""
         if self._tasks:
