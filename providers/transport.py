@@ -62,8 +62,11 @@ _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 """The metadata of every SSE event chunk (shared: it is read-only)."""
 
-_BIG_INT = re.compile(r"[0-9]{19}")
-"""A run of 19 digits: a possible integer beyond 64 bits, which orjson would turn into a float."""
+_BIG_INT = re.compile(r"(?:^|[\[:,])\s*-?[0-9]{19}")
+"""A number of 19 digits or more (possibly beyond 64 bits, which orjson would turn into a float).
+
+Only where a JSON number can start: digits inside a string (an id) never match
+unless a ``:``, ``,`` or ``[`` precedes them there too, which only costs a detour."""
 
 
 def _find_orjson() -> Callable[[str], Any] | None:
@@ -82,8 +85,8 @@ def _loads(text: str) -> Any:
 
     orjson rejects what it cannot represent exactly (NaN, infinities, lone
     surrogates: the standard library is then asked) but silently turns an
-    integer beyond 64 bits into a float; text with 19 digits in a row goes to
-    the standard library directly. Either way the decoded value is the one
+    integer beyond 64 bits into a float; text with a number of 19 digits or
+    more goes to the standard library directly. Either way the decoded value is the one
     ``json.loads`` returns.
     """
     if _orjson_loads is not None and _BIG_INT.search(text) is None:

@@ -513,6 +513,8 @@ def _user(user_id: str, username: str, *, bot: bool = False) -> dict[str, Any]:
         "global_name": None,
         "avatar": None,
         "public_flags": 0,
+        "flags": 0,
+        "primary_guild": None,
     }
     if bot:
         user["bot"] = True
