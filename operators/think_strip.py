@@ -123,6 +123,9 @@ class ThinkStripper:
         """Consume one content delta; return the ``(visible, reasoning)`` it releases."""
         if not text:
             return "", ""
+        if "<" not in text and self._mode is _Mode.VISIBLE and not self._pending and not self._seam:
+            # Nothing held and no tag can start here: what the loop below would release.
+            return text, ""
         buf = self._pending + text
         visible: list[str] = []
         reasoning: list[str] = []

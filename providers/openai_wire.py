@@ -301,10 +301,16 @@ def normalize_finish_reason(raw: str) -> FinishReason:
     return _FINISH.get(raw, _FINISH.get(raw.lower(), FinishReason.STOP))
 
 
+def _is_mapping(value: object) -> bool:
+    """``isinstance(value, Mapping)``, without the ABC machinery for the common ``dict``."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _first_choice(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        return choices[0]
+    if isinstance(choices, list) and choices and _is_mapping(choices[0]):
+        first: Mapping[str, Any] = choices[0]
+        return first
     return None
 
 
@@ -374,13 +380,15 @@ class _CallDraft:
     arguments: list[str] = attrs.field(factory=list)
 
 
-@attrs.define
 class _Out:
     """Chunks of one ``feed``: consecutive text and thoughts merge into one text chunk."""
 
-    chunks: list[ProcessedChunk] = attrs.field(factory=list)
-    text: list[str] = attrs.field(factory=list)
-    thoughts: list[ThoughtLogEntry] = attrs.field(factory=list)
+    __slots__ = ("chunks", "text", "thoughts")
+
+    def __init__(self) -> None:
+        self.chunks: list[ProcessedChunk] = []
+        self.text: list[str] = []
+        self.thoughts: list[ThoughtLogEntry] = []
 
     def flush(self) -> None:
         if self.text or self.thoughts:
@@ -465,7 +473,7 @@ class ChatCompletionsNormalizer:
             self._fail(out, raw.error)
             return self._close(out)
         data = raw.data
-        if not isinstance(data, Mapping):
+        if not _is_mapping(data):
             _log.debug(
                 "{provider}: filtered a non-object chunk: {chunk}", provider=self.provider, chunk=_peek(data)
             )
@@ -543,14 +551,15 @@ class ChatCompletionsNormalizer:
                 self._flush_guards(out)
                 self._fail(out, error)
                 return
-        usage = from_openai(data.get("usage"))
+        reported = data.get("usage")
+        usage = from_openai(reported) if reported is not None else None
         if usage is not None:
             # Recorded before the finish in the same chunk, so its ``done`` carries it.
             self._usage = usage
         if choice is not None:
             recognized = True
             delta = choice.get("delta")
-            if isinstance(delta, Mapping):
+            if _is_mapping(delta):
                 self._delta(delta, out)
             finish = choice.get("finish_reason")
             if isinstance(finish, str) and finish and not self._finish_seen:
@@ -670,7 +679,16 @@ class ChatCompletionsNormalizer:
             out.text.append(content)
             return
         visible, reasoning = self._think.feed(content)
-        self._guarded(visible, reasoning, out)
+        if reasoning or self._verbatim is not None:
+            self._guarded(visible, reasoning, out)
+            return
+        # The common case, as ``_guarded`` would do it: no reasoning, no verbatim parser.
+        if visible:
+            shown, spilled = self._spill.feed(visible)
+            if spilled:
+                out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
+            if shown:
+                out.text.append(shown)
 
     def _guarded(self, visible: str, reasoning: str, out: _Out) -> None:
         if reasoning:
