@@ -82,7 +82,7 @@ __all__ = (
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, TypeGuard
 
 import attrs
 from loguru import logger
@@ -301,7 +301,7 @@ def normalize_finish_reason(raw: str) -> FinishReason:
     return _FINISH.get(raw, _FINISH.get(raw.lower(), FinishReason.STOP))
 
 
-def _is_mapping(value: object) -> bool:
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(value, Mapping)``, without the ABC machinery for the common ``dict``."""
     return type(value) is dict or isinstance(value, Mapping)
 

@@ -57,8 +57,13 @@ out, the limiter logs it once and falls back to its own in-process state (it
 *is* a ``RateLimiter``: every response is also learnt locally, so the local
 buckets are warm) with a **conservative** global meter: the global limit
 divided by the number of limiter processes Redis last reported (or by
-``fallback_processes`` if larger), starting with no burst allowance, because
-the others may just have used the whole budget. Streams keep going. A request
+``fallback_processes`` if larger). Its first token comes only after the last
+send the shared meter had reserved for this process (those reservations are
+still honoured, so issuing local tokens beside them would double the rate),
+and with no burst allowance, because the others may just have used the whole
+budget. When Redis comes back, the backlog the fallback meter ran up is carried
+into the shared meter, in case Redis restarted empty. Streams keep going. A
+request
 is never sent twice because of Redis: the limiter only decides *when* a
 request leaves; retries remain ``RestSink``'s (with its nonces). At most one
 probe per ``retry_interval`` tries Redis again; the first one that succeeds
@@ -399,6 +404,7 @@ class RedisRateLimiter(RateLimiter):
         max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
         sliding: Treat buckets as sliding windows (see ``sinks.ratelimit``).
         redis_timeout: Deadline of each Redis call; slower counts as down.
+        max_connections: Size of the connection pool this limiter creates.
         retry_interval: Seconds between attempts to reach Redis again while it is down.
         fallback_processes: Processes assumed to share the token when Redis is down (at least this
             many, more if Redis last reported more live limiters).
@@ -410,6 +416,7 @@ class RedisRateLimiter(RateLimiter):
         "_down",
         "_fallback_processes",
         "_fallback_tat",
+        "_horizon",
         "_interval",
         "_owns_client",
         "_peers",
@@ -441,7 +448,8 @@ class RedisRateLimiter(RateLimiter):
         invalid_window: float = 600.0,
         max_retry_after: float = 60.0,
         sliding: bool = True,
-        redis_timeout: float = 0.25,
+        redis_timeout: float = 0.5,
+        max_connections: int = 8,
         retry_interval: float = 1.0,
         fallback_processes: int = 1,
         state_ttl: float = 600.0,
@@ -459,8 +467,12 @@ class RedisRateLimiter(RateLimiter):
         if client is None:
             if not url:
                 raise ValueError("RedisRateLimiter needs a Redis url or a client")
-            client = aioredis.Redis.from_url(
+            # A few connections shared by every stream: hundreds of streams starting at once
+            # would otherwise each open one, and the connect storm alone looks like a slow Redis.
+            pool = aioredis.BlockingConnectionPool.from_url(
                 url,
+                max_connections=max_connections,
+                timeout=None,
                 decode_responses=True,
                 socket_timeout=redis_timeout,
                 socket_connect_timeout=redis_timeout,
@@ -468,6 +480,7 @@ class RedisRateLimiter(RateLimiter):
                 # (a restart); anything longer would stall a stream instead of falling back.
                 retry=Retry(NoBackoff(), 1),
             )
+            client = aioredis.Redis.from_pool(pool)
             self._owns_client = True
         else:
             self._owns_client = False
@@ -486,6 +499,8 @@ class RedisRateLimiter(RateLimiter):
         self._down = False
         self._retry_at = -math.inf
         self._fallback_tat = -math.inf
+        self._horizon = -math.inf
+        """Local time of the latest send the shared meter reserved for this process."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = RedisLimiterStats()
 
@@ -571,7 +586,10 @@ class RedisRateLimiter(RateLimiter):
             return None
         self._came_back()
         self._peers = int(reply[4])
-        return _Grant(taken=int(reply[0]) == 1, delay=float(reply[1]), key=str(reply[2]), seq=int(reply[3]))
+        grant = _Grant(taken=int(reply[0]) == 1, delay=float(reply[1]), key=str(reply[2]), seq=int(reply[3]))
+        if grant.taken:
+            self._horizon = max(self._horizon, self.now() + grant.delay)
+        return grant
 
     def learn_shared(
         self, key: str, seq: int, route: Route, headers: Mapping[str, str], verdict: RateLimited | None
@@ -644,9 +662,13 @@ class RedisRateLimiter(RateLimiter):
         self.stats.outages += 1
         processes = max(self._peers, self._fallback_processes)
         if self._interval:
-            # No burst allowance: the others may just have spent the whole global budget.
+            # The first local token comes after every send the shared meter already reserved
+            # (those still go out), and without a burst: the others may just have spent the
+            # whole global budget.
             interval = self._interval * processes
-            self._fallback_tat = max(self._fallback_tat, now + self._period - interval)
+            self._fallback_tat = max(
+                self._fallback_tat, now + self._period - interval, self._horizon + self._period
+            )
         rate = (self._period / self._interval / processes) if self._interval else math.inf
         _log.warning(
             "Redis unreachable ({error}): local rate limits, global meter {rate:.1f}/s "
