@@ -36,7 +36,7 @@ MEAN_DELTA = 3.5
 """Mean delta length in code points (deltas are 1-6)."""
 
 _HEAD: dict[str, Any] = {
-    "id": "chatcmpl-bench0000000000000000000000",
+    "id": "chatcmpl-B7kq2mZpXyT9vLwR4nHc8sJdE1aFg",
     "object": "chat.completion.chunk",
     "created": 1764480000,
     "model": "gpt-4o-mini-2024-07-18",

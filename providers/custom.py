@@ -22,6 +22,7 @@ from typing import ClassVar, Final
 import attrs
 
 from pipeline.types import ChunkNormalizer
+from operators.think_strip import DEFAULT_START_WINDOW
 from providers.base import DegradationPolicy
 from providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
@@ -30,6 +31,9 @@ from providers.openai_wire import (
     ChatCompletionsNormalizer,
     WireOptions,
 )
+
+_WHOLE_REPLY: Final = 1 << 40
+"""A start window no reply reaches: hold until ``</think>`` or the end of the stream."""
 
 CUSTOM_POLICY: Final = DegradationPolicy(
     mandatory_body_keys=OPENAI_COMPATIBLE_MANDATORY,
@@ -45,12 +49,18 @@ class CustomAdapter(ChatCompletionsAdapter):
     Args:
         tool_names: The exposed tool names (the verbatim parser only knows these).
         verbatim_tool_calling: Recover tool calls written as text.
+        think_opened_by_template: The model's chat template opens ``<think>`` in the prompt
+            (DeepSeek-R1 and Qwen3 style on llama.cpp/vLLM), so the reply starts inside a
+            reasoning block and only ``</think>`` appears: everything before it is held and
+            routed to reasoning, however long (live text starts after ``</think>``; a reply
+            that never closes the block is shown whole at the end).
         policy: Parameter degradation policy.
     """
 
     wire: ClassVar[WireOptions] = WireOptions(provider="custom", default_base_url=None)
     tool_names: frozenset[str] = frozenset()
     verbatim_tool_calling: bool = False
+    think_opened_by_template: bool = False
     policy: DegradationPolicy = CUSTOM_POLICY
 
     def new_normalizer(self) -> ChunkNormalizer:
@@ -60,4 +70,5 @@ class CustomAdapter(ChatCompletionsAdapter):
             hold_for_usage=self.wire.hold_for_usage,
             tool_names=self.tool_names,
             verbatim_tools=self.verbatim_tool_calling and bool(self.tool_names),
+            think_start_window=_WHOLE_REPLY if self.think_opened_by_template else DEFAULT_START_WINDOW,
         )

@@ -88,7 +88,7 @@ import attrs
 from loguru import logger
 
 from operators.spill_guard import SpillGuard
-from operators.think_strip import ThinkStripper
+from operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper
 from operators.verbatim_tools import VerbatimToolParser
 from pipeline.errors import InputError
 from pipeline.request import ChatRequest, ImagePart, Message, Role, TextPart
@@ -427,13 +427,16 @@ class ChatCompletionsNormalizer:
         tool_names: Exposed tool names, for the verbatim tool-call parser.
         verbatim_tools: Run ``VerbatimToolParser`` over visible content (custom
             endpoints; needs *tool_names*).
+        think_start_window: How much of the stream's start is held until a think tag
+            decides it (a stray ``</think>`` turns it into reasoning).
     """
 
     provider: str
     hold_for_usage: bool = False
     tool_names: frozenset[str] = frozenset()
     verbatim_tools: bool = False
-    _think: ThinkStripper = attrs.field(init=False, factory=ThinkStripper)
+    think_start_window: int = DEFAULT_START_WINDOW
+    _think: ThinkStripper = attrs.field(init=False)
     _spill: SpillGuard = attrs.field(init=False, factory=SpillGuard)
     _verbatim: VerbatimToolParser | None = attrs.field(init=False, default=None)
     _guards_done: bool = attrs.field(init=False, default=False)
@@ -458,6 +461,7 @@ class ChatCompletionsNormalizer:
     _failed: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
+        self._think = ThinkStripper(start_window=self.think_start_window)
         if self.verbatim_tools and self.tool_names:
             self._verbatim = VerbatimToolParser(self.tool_names)
 

@@ -102,3 +102,23 @@ def test_custom_request_uses_the_given_endpoint() -> None:
     assert http.headers["Authorization"] == "Bearer local-key"
     assert http.body["top_k"] == 20
     assert CustomAdapter().name == "custom"
+
+
+def test_template_opened_think_block_routes_long_reasoning() -> None:
+    """With the template opening <think>, reasoning longer than the default window still never shows."""
+    from pipeline.types import ChunkType, RawStreamChunk
+    from providers.custom import CustomAdapter
+
+    reasoning = "Let me think step by step about this. " * 40
+    deltas = [reasoning[i : i + 7] for i in range(0, len(reasoning), 7)] + ["</think>", "\n\nThe answer is 4."]
+    for adapter, leaks in ((CustomAdapter(think_opened_by_template=True), False), (CustomAdapter(), True)):
+        normalizer = adapter.new_normalizer()
+        chunks = []
+        for d in deltas:
+            chunks += normalizer.feed(
+                RawStreamChunk(provider="custom", data={"choices": [{"index": 0, "delta": {"content": d}}]})
+            )
+        chunks += normalizer.finish()
+        visible = "".join(c.content for c in chunks if c.type is ChunkType.TEXT)
+        assert visible.strip().endswith("The answer is 4.")
+        assert ("step by step" in visible) is leaks
