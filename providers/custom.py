@@ -21,8 +21,8 @@ from typing import ClassVar, Final
 
 import attrs
 
-from pipeline.types import ChunkNormalizer
 from operators.think_strip import DEFAULT_START_WINDOW
+from pipeline.types import ChunkNormalizer
 from providers.base import DegradationPolicy
 from providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,

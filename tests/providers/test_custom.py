@@ -110,7 +110,10 @@ def test_template_opened_think_block_routes_long_reasoning() -> None:
     from providers.custom import CustomAdapter
 
     reasoning = "Let me think step by step about this. " * 40
-    deltas = [reasoning[i : i + 7] for i in range(0, len(reasoning), 7)] + ["</think>", "\n\nThe answer is 4."]
+    deltas = [reasoning[i : i + 7] for i in range(0, len(reasoning), 7)] + [
+        "</think>",
+        "\n\nThe answer is 4.",
+    ]
     for adapter, leaks in ((CustomAdapter(think_opened_by_template=True), False), (CustomAdapter(), True)):
         normalizer = adapter.new_normalizer()
         chunks = []
