@@ -53,10 +53,9 @@ def _content(process: int, stream: int, number: int) -> str:
 
 def lower_bound(total: int, per_channel: int, args: argparse.Namespace) -> float:
     """Seconds the emulator's limits force at least: the global GCRA or one channel's bucket."""
-    global_interval = args.global_window / args.global_limit
-    global_bound = max(0, total - args.global_limit) * global_interval
-    channel_interval = args.channel_window / args.channel_limit
-    channel_bound = max(0, per_channel - args.channel_limit) * channel_interval
+    global_limit, channel_limit = int(args.global_limit), int(args.channel_limit)
+    global_bound = max(0, total - global_limit) * float(args.global_window) / global_limit
+    channel_bound = max(0, per_channel - channel_limit) * float(args.channel_window) / channel_limit
     return max(global_bound, channel_bound)
 
 

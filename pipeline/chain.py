@@ -18,6 +18,10 @@
 Stage 01 (context assembly) happens before the source exists: the adapter's
 ``build_request``. Everything here is lazy: nothing runs until the returned
 observable is subscribed, and each subscription is an independent stream.
+
+Given a ``Timeline`` (``pipeline.timeline``), ``build_chain`` adds pass-through
+taps after the source, the normalizer, the orchestrator, the flusher, the
+cleaner and the result; without one it adds none.
 """
 
 from __future__ import annotations

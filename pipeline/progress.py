@@ -18,7 +18,7 @@ __all__ = ("Progress", "iterate")
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import TextIO, TypeVar
 
 import attrs
@@ -168,8 +168,8 @@ def iterate(
         for case in iterate(cases, "bench", unit="cases"):
             run(case)
     """
-    if total is None and hasattr(items, "__len__"):
-        total = len(items)  # type: ignore[arg-type]
+    if total is None and isinstance(items, Sized):
+        total = len(items)
     progress = Progress(label, total=total, unit=unit, stream=stream or sys.stderr, enabled=enabled)
     with progress:
         for item in items:

@@ -93,7 +93,10 @@ async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
     if plot_path:
         from pipeline.timeline_plot import require_matplotlib
 
-        require_matplotlib()  # before the replay, not after it
+        # Before the replay, not after it.
+        require_matplotlib()
+        if not Path(plot_path).parent.is_dir():
+            raise InputError(f"--timeline: no such directory: {Path(plot_path).parent}")
         options = attrs.evolve(options, timeline=Timeline())
     with Progress("replay", unit="chunks") as progress:
         outcome = await run_replay(attrs.evolve(options, progress=progress))
@@ -101,7 +104,10 @@ async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
         from pipeline.timeline_plot import save_timeline
 
         label = f"{options.capture.name} ({options.provider}, {options.delivery.value} delivery)"
-        save_timeline(options.timeline, plot_path, label=label)
+        try:
+            save_timeline(options.timeline, plot_path, label=label)
+        except OSError as exc:
+            raise InputError(f"cannot write the timeline to {plot_path}: {exc.strerror or exc}") from None
     return to_json_obj(report_from_result(outcome.result, connection_closed=outcome.connection_closed))
 
 

@@ -43,6 +43,8 @@ from typing import Any, Final
 
 import redis.asyncio as aioredis
 from loguru import logger
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
@@ -133,6 +135,9 @@ class RedisStopBus:
                 decode_responses=True,
                 socket_timeout=block + timeout,
                 socket_connect_timeout=timeout,
+                # One immediate retry replaces a connection the server closed; outages beyond
+                # that are the reader loop's business (it logs them and repositions the cursor).
+                retry=Retry(NoBackoff(), 1),
             )
             self._owns_client = True
         else:

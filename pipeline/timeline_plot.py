@@ -23,7 +23,7 @@ __all__ = ("PlotUnavailableError", "plot_timeline", "require_matplotlib", "save_
 import importlib.util
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from pipeline.errors import InputError
 from pipeline.timeline import DELIVERY, LANES, ORCHESTRATOR, Timeline, TimelineEvent
@@ -136,7 +136,7 @@ def plot_timeline(
         axes = figure.add_subplot()
     else:
         axes = ax
-        figure = ax.get_figure()  # type: ignore[assignment]
+        figure = cast("Figure", ax.get_figure())
     span = max((e.end for e in events), default=0.0) or 1.0
     thin = span * 0.003
 

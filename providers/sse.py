@@ -52,7 +52,8 @@ class SseParser:
     _partial: bytearray = attrs.field(factory=bytearray, init=False)
     _skip_lf: bool = attrs.field(default=False, init=False)
     _at_start: bool = attrs.field(default=True, init=False)
-    _data: list[str] = attrs.field(factory=list, init=False)
+    _data: list[bytes] = attrs.field(factory=list, init=False)
+    """The current event's data values, undecoded (decoded once, at dispatch)."""
     _has_data: bool = attrs.field(default=False, init=False)
     _event: str | None = attrs.field(default=None, init=False)
     _id: str | None = attrs.field(default=None, init=False)
@@ -61,15 +62,19 @@ class SseParser:
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Consume *chunk*; return the events it completed."""
-        return [SseEvent(data, event, id_) for data, event, id_ in self.feed_fields(chunk)]
+        return [SseEvent(_text(data), event, id_) for data, event, id_ in self.feed_raw(chunk)]
 
     def close(self) -> list[SseEvent]:
         """End of body: dispatch a pending event (see the module docstring)."""
-        return [SseEvent(data, event, id_) for data, event, id_ in self.close_fields()]
+        return [SseEvent(_text(data), event, id_) for data, event, id_ in self.close_raw()]
 
-    def feed_fields(self, chunk: bytes) -> list[tuple[str, str | None, str | None]]:
-        """``feed`` as ``(data, event, id)`` tuples: the transport's hot path, without the objects."""
-        out: list[tuple[str, str | None, str | None]] = []
+    def feed_raw(self, chunk: bytes) -> list[tuple[bytes, str | None, str | None]]:
+        """``feed`` as ``(data, event, id)`` tuples with the data still UTF-8 bytes.
+
+        The transport's hot path: no event objects, and a JSON decoder can take the
+        bytes as they are. ``data.decode("utf-8", "replace")`` is ``SseEvent.data``.
+        """
+        out: list[tuple[bytes, str | None, str | None]] = []
         if not chunk:
             return out
         if self._skip_lf:
@@ -89,25 +94,41 @@ class SseParser:
             self._at_start = False
             if buf.startswith(_UTF8_BOM):
                 buf = buf[len(_UTF8_BOM) :]
+        line = self._line
         if b"\r" not in buf:
-            # LF-only (every provider in practice): ``split`` gives the same lines as
-            # ``splitlines(keepends=True)`` without the per-line end checks.
-            lines = buf.split(b"\n")
-            tail = lines.pop()
-            line = self._line
+            # LF-only (every provider in practice): whole events are the text between
+            # blank lines. An event that is one ``data:`` line, with nothing pending
+            # from earlier lines, is dispatched without the line-by-line machinery;
+            # anything else goes through it, so the events are the same.
+            blocks = buf.split(b"\n\n")
+            tail = blocks.pop()
+            for block in blocks:
+                if (
+                    block[:5] == b"data:"
+                    and not self._has_data
+                    and self._event is None
+                    and b"\n" not in block
+                ):
+                    out.append((block[6:] if block[5:6] == b" " else block[5:], None, self._id))
+                    continue
+                for raw in block.split(b"\n"):
+                    line(raw, out)
+                self._dispatch(out)
+            lines = tail.split(b"\n")
+            rest = lines.pop()
             for raw in lines:
                 line(raw, out)
-            if tail:
-                if len(tail) > self.max_line_bytes:
+            if rest:
+                if len(rest) > self.max_line_bytes:
                     raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
-                self._partial += tail
+                self._partial += rest
             return out
         for raw in buf.splitlines(keepends=True):
             last = raw[-1:]
             if last == b"\n":
-                self._line(raw[:-2] if raw[-2:] == b"\r\n" else raw[:-1], out)
+                line(raw[:-2] if raw[-2:] == b"\r\n" else raw[:-1], out)
             elif last == b"\r":
-                self._line(raw[:-1], out)
+                line(raw[:-1], out)
             else:
                 if len(raw) > self.max_line_bytes:
                     raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
@@ -116,9 +137,9 @@ class SseParser:
         self._skip_lf = buf[-1:] == b"\r"
         return out
 
-    def close_fields(self) -> list[tuple[str, str | None, str | None]]:
-        """``close`` as ``(data, event, id)`` tuples."""
-        out: list[tuple[str, str | None, str | None]] = []
+    def close_raw(self) -> list[tuple[bytes, str | None, str | None]]:
+        """``close`` as ``(data, event, id)`` tuples (data as UTF-8 bytes)."""
+        out: list[tuple[bytes, str | None, str | None]] = []
         if self._partial:
             tail = bytes(self._partial)
             self._partial.clear()
@@ -126,39 +147,42 @@ class SseParser:
         self._dispatch(out)
         return out
 
-    def _line(self, raw: bytes, out: list[tuple[str, str | None, str | None]]) -> None:
+    def _line(self, raw: bytes, out: list[tuple[bytes, str | None, str | None]]) -> None:
         if not raw:
             self._dispatch(out)
             return
         if raw[:5] == b"data:":
-            # The common line, decoded without the general field split (same result:
-            # the ASCII field name never changes how the value decodes).
-            value = raw[6:] if raw[5:6] == b" " else raw[5:]
-            self._data.append(value.decode("utf-8", errors="replace"))
+            # The common line, without the general field split: the ASCII field
+            # name never changes how the value decodes.
+            self._data.append(raw[6:] if raw[5:6] == b" " else raw[5:])
             self._has_data = True
             return
         line = raw.decode("utf-8", errors="replace")
         if line[0] == ":":
             self.comments += 1
             return
-        name, colon, value_text = line.partition(":")
-        if colon and value_text[:1] == " ":
-            value_text = value_text[1:]
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
         if name == "data":
-            self._data.append(value_text)
+            self._data.append(b"")  # a bare "data" line: "data:..." lines are handled above
             self._has_data = True
         elif name == "event":
-            self._event = value_text or None
-        elif name == "id" and "\0" not in value_text:
-            self._id = value_text
+            self._event = value or None
+        elif name == "id" and "\0" not in value:
+            self._id = value
         # "retry" and unknown fields are ignored, as the standard says.
 
-    def _dispatch(self, out: list[tuple[str, str | None, str | None]]) -> None:
+    def _dispatch(self, out: list[tuple[bytes, str | None, str | None]]) -> None:
         if self._has_data:
             data = self._data
-            out.append((data[0] if len(data) == 1 else "\n".join(data), self._event, self._id))
+            out.append((data[0] if len(data) == 1 else b"\n".join(data), self._event, self._id))
             self._data = []
             self._has_data = False
-        elif self._data:
-            self._data = []
         self._event = None
+
+
+def _text(data: bytes) -> str:
+    # Decoding the joined lines equals joining the decoded lines: a newline byte
+    # can never be part of a multi-byte character, so it ends any broken one.
+    return data.decode("utf-8", errors="replace")

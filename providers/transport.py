@@ -34,10 +34,9 @@ __all__ = ("TransportConfig", "TransportStats", "stream_source")
 import asyncio
 import contextlib
 import json
-import re
 from collections.abc import AsyncGenerator, Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -62,14 +61,20 @@ _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 """The metadata of every SSE event chunk (shared: it is read-only)."""
 
-_BIG_INT = re.compile(r"(?:^|[\[:,])\s*-?[0-9]{19}")
-"""A number of 19 digits or more (possibly beyond 64 bits, which orjson would turn into a float).
+_DIGIT_MAP: Final = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x78 for byte in range(256))
+"""``bytes.translate`` table: every digit becomes ``0``, every other byte ``x``."""
+_LONG_NUMBER: Final = b"0" * 19
+"""19 digits in a row: possibly an integer beyond 64 bits.
 
-Only where a JSON number can start: digits inside a string (an id) never match
-unless a ``:``, ``,`` or ``[`` precedes them there too, which only costs a detour."""
+SSE data is decoded with orjson when it is installed, falling back to the
+standard library for anything orjson rejects (NaN, infinities, invalid UTF-8,
+which the standard library then reads with replacement characters). orjson
+silently turns an integer beyond 64 bits into a float, so data with 19 digits in
+a row (rare: ids and timestamps are shorter) goes to the standard library
+directly. Either way the value is the one ``json.loads`` gives."""
 
 
-def _find_orjson() -> Callable[[str], Any] | None:
+def _find_orjson() -> Callable[[bytes], Any] | None:
     try:  # an optional accelerator (the ``test`` and ``bench`` extras install it)
         import orjson
     except ImportError:  # pragma: no cover - depends on the environment
@@ -78,23 +83,6 @@ def _find_orjson() -> Callable[[str], Any] | None:
 
 
 _orjson_loads = _find_orjson()
-
-
-def _loads(text: str) -> Any:
-    """``json.loads``, through orjson when it is installed and gives the same answer.
-
-    orjson rejects what it cannot represent exactly (NaN, infinities, lone
-    surrogates: the standard library is then asked) but silently turns an
-    integer beyond 64 bits into a float; text with a number of 19 digits or
-    more goes to the standard library directly. Either way the decoded value is the one
-    ``json.loads`` returns.
-    """
-    if _orjson_loads is not None and _BIG_INT.search(text) is None:
-        try:
-            return _orjson_loads(text)
-        except ValueError:
-            pass
-    return json.loads(text)
 
 
 @attrs.frozen(kw_only=True)
@@ -380,7 +368,7 @@ class _Pump:
             if total > limit:
                 yield [_malformed(name, f"stream exceeded {limit} bytes", "")]
                 return
-            fields = parser.feed_fields(piece)
+            fields = parser.feed_raw(piece)
             if not fields:
                 continue
             batch, done = _event_chunks(name, fields)
@@ -388,28 +376,37 @@ class _Pump:
                 yield batch
             if done:
                 return
-        batch, _ = _event_chunks(name, parser.close_fields())
+        batch, _ = _event_chunks(name, parser.close_raw())
         if batch:
             yield batch
 
 
 def _event_chunks(
-    provider: str, fields: list[tuple[str, str | None, str | None]]
+    provider: str, fields: list[tuple[bytes, str | None, str | None]]
 ) -> tuple[list[RawStreamChunk], bool]:
     """The chunks of parsed events, up to ``[DONE]``; and whether ``[DONE]`` was seen."""
     batch: list[RawStreamChunk] = []
     for data, event, _ in fields:
-        if data == "[DONE]":
+        if data == b"[DONE]":
             return batch, True
         batch.append(_event_chunk(provider, data, event))
     return batch, False
 
 
-def _event_chunk(provider: str, data: str, event: str | None) -> RawStreamChunk:
+def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChunk:
+    """One SSE event's chunk: its data (UTF-8 bytes, as the parser gives it) decoded as JSON."""
+    if _orjson_loads is not None and _LONG_NUMBER not in data.translate(_DIGIT_MAP):
+        try:
+            decoded = _orjson_loads(data)
+        except ValueError:
+            pass  # the standard library decides (and words the error)
+        else:
+            return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
+    text = data.decode("utf-8", errors="replace")
     try:
-        decoded = _loads(data)
+        decoded = json.loads(text)
     except ValueError:
-        return _malformed(provider, f"malformed SSE data (not JSON) in event {event or 'message'}", data)
+        return _malformed(provider, f"malformed SSE data (not JSON) in event {event or 'message'}", text)
     return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
 
 

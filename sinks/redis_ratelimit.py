@@ -67,8 +67,8 @@ request
 is never sent twice because of Redis: the limiter only decides *when* a
 request leaves; retries remain ``RestSink``'s (with its nonces). At most one
 probe per ``retry_interval`` tries Redis again; the first one that succeeds
-logs the recovery and the shared state is used from then on (scripts are
-reloaded by ``EVALSHA`` -> ``NOSCRIPT`` -> ``EVAL`` if the server restarted empty).
+logs the recovery and the shared state is used from then on (if the server
+restarted empty, ``EVALSHA`` answers ``NOSCRIPT`` and the scripts are loaded again).
 
 Keys
 ----
@@ -81,7 +81,7 @@ expire after ``state_ttl`` seconds without use.
 
 from __future__ import annotations
 
-__all__ = ("RedisLimiterStats", "RedisRateLimiter", "RedisSlot", "make_limiter", "token_namespace")
+__all__ = ("Grant", "RedisLimiterStats", "RedisRateLimiter", "RedisSlot", "make_limiter", "token_namespace")
 
 import asyncio
 import contextlib
@@ -295,12 +295,17 @@ class RedisLimiterStats:
 
 
 @attrs.frozen
-class _Grant:
+class Grant:
+    """The take script's answer for one attempt."""
+
     taken: bool
+    """Whether a bucket slot and a global token were taken (else: wait ``delay`` and ask again)."""
     delay: float
     """Sleep before sending (taken) or before asking again (not taken)."""
     key: str
+    """The Redis key of the bucket the take used (the route's, or its hash's once discovered)."""
     seq: int
+    """The take's sequence number in that bucket (the learn script uses it to spot stale answers)."""
 
 
 class RedisSlot(Slot):
@@ -560,7 +565,7 @@ class RedisRateLimiter(RateLimiter):
 
     # -- the shared state ---------------------------------------------------
 
-    async def take(self, route: Route) -> _Grant | None:
+    async def take(self, route: Route) -> Grant | None:
         """Run the take script for ``route``; ``None`` when Redis is unavailable (use the fallback)."""
         if not self._may_try():
             return None
@@ -586,7 +591,7 @@ class RedisRateLimiter(RateLimiter):
             return None
         self._came_back()
         self._peers = int(reply[4])
-        grant = _Grant(taken=int(reply[0]) == 1, delay=float(reply[1]), key=str(reply[2]), seq=int(reply[3]))
+        grant = Grant(taken=int(reply[0]) == 1, delay=float(reply[1]), key=str(reply[2]), seq=int(reply[3]))
         if grant.taken:
             self._horizon = max(self._horizon, self.now() + grant.delay)
         return grant

@@ -339,6 +339,16 @@ def test_cli_timeline_flag_writes_the_png_and_keeps_the_json(
     _assert_real_png(png)
 
 
+def test_cli_timeline_into_a_missing_directory_is_an_input_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A --timeline path whose directory does not exist fails with exit 2 and one line, before replaying."""
+    capture = str(DEMO_DATA / "openai_think_leak.sse")
+    code = main(["replay", capture, "--provider", "openai", "--timeline", str(tmp_path / "no" / "t.png")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no such directory" in err
+
+
 # -- the progress display ---------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ from loguru import logger
 
 from pipeline.config import StreamContext
 from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
-from sinks.ratelimit import RateLimiter
+from sinks.ratelimit import RateLimiter, Route
 from sinks.redis_ratelimit import RedisRateLimiter, make_limiter, token_namespace
 from sinks.rest import Backoff, RestSink
 from tests.redis_server import Restartable, redis_url, restartable_redis
@@ -195,6 +195,26 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
         logger.disable("sinks")
     assert any("Redis unreachable" in line for line in lines)
     assert any("reachable again" in line for line in lines)
+
+
+async def test_redis_fallback_starts_after_the_reserved_sends(restartable_redis: Restartable) -> None:
+    """Sends the shared meter reserved still go out, so the fallback meter issues nothing before them."""
+    limiter = RedisRateLimiter(restartable_redis.url, namespace=_namespace(), global_limit=10)
+    try:
+        delay = 0.0
+        for number in range(15):  # a burst of 10, then reservations up to 0.5 s ahead
+            grant = await limiter.take(Route("POST", "/x", (str(number),)))
+            assert grant is not None and grant.taken
+            delay = grant.delay
+        horizon = time.monotonic() + delay
+        assert delay > 0.4
+        await restartable_redis.kill()
+        async with limiter.acquire(Route("POST", "/x", ("other",))) as slot:
+            await slot.wait()
+        assert not limiter.using_redis and limiter.stats.local_takes == 1
+        assert time.monotonic() >= horizon
+    finally:
+        await limiter.aclose()
 
 
 async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any) -> None:
