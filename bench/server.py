@@ -4,15 +4,17 @@ It runs in a child process so that its CPU (writing the body) lands on the other
 core and the client's CPU time is the client's alone. Every request's path says
 what to serve and how::
 
-    POST /c/<capture>/<mode>/<pace_ms>/<stream_id>/v1/chat/completions
+    POST /c/<capture>/<mode>/<pace_ms>/<phase_ms>/<stream_id>/v1/chat/completions
 
 * ``mode`` ``random``: the body cut into seeded random pieces of 1-512 bytes
   (events, lines and UTF-8 characters split anywhere); ``event``: one write per
   SSE event.
-* ``pace_ms`` > 0 (``event`` mode): event *i* is written at ``t0 + i * pace``
-  (an absolute schedule, so pacing does not drift); ``t0`` is recorded under
-  ``stream_id`` and ``GET /schedule`` returns every ``{stream_id: [t0, pace_s]}``
-  on the shared ``time.monotonic`` clock, so the client can measure its lag.
+* ``pace_ms`` > 0 (``event`` mode): event *i* is written at ``t0 + phase + i * pace``
+  (an absolute schedule, so pacing does not drift; ``phase_ms`` spreads streams
+  over the interval). The time each event was actually written is recorded
+  under ``stream_id`` on ``time.monotonic`` (one clock for every process on the
+  machine); ``GET /writes`` returns ``{stream_id: [seconds, ...]}`` so the client
+  can measure its lag and latency from the write. ``POST /reset`` forgets them.
 
 Started by ``bench.server.ServerProcess``; ``python -m bench.server --captures DIR``
 prints the port on its first line and serves until stdin closes.
@@ -67,7 +69,7 @@ class _App:
     def __init__(self, captures: Path) -> None:
         self.captures = captures
         self.cache: dict[tuple[str, str], list[bytes]] = {}
-        self.schedules: dict[str, list[float]] = {}
+        self.writes: dict[str, list[float]] = {}
 
     def pieces(self, capture: str, mode: str) -> list[bytes]:
         key = (capture, mode)
@@ -83,10 +85,11 @@ class _App:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         parts = request.path.split("/")
-        # ["", "c", capture, mode, pace_ms, stream_id, ...]
-        if len(parts) < 6 or parts[1] != "c":
+        # ["", "c", capture, mode, pace_ms, phase_ms, stream_id, ...]
+        if len(parts) < 7 or parts[1] != "c":
             raise web.HTTPNotFound()
-        capture, mode, pace_ms, stream_id = parts[2], parts[3], float(parts[4]), parts[5]
+        capture, mode, stream_id = parts[2], parts[3], parts[6]
+        pace_ms, phase_ms = float(parts[4]), float(parts[5])
         await request.read()
         pieces = self.pieces(capture, mode)
         response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
@@ -94,12 +97,13 @@ class _App:
         try:
             if pace_ms > 0:
                 pace = pace_ms / 1000.0
-                t0 = time.monotonic() + 0.005
-                self.schedules[stream_id] = [t0, pace]
+                t0 = time.monotonic() + 0.005 + phase_ms / 1000.0
+                written = self.writes[stream_id] = []
                 for index, piece in enumerate(pieces):
                     delay = t0 + index * pace - time.monotonic()
                     if delay > 0:
                         await asyncio.sleep(delay)
+                    written.append(time.monotonic())
                     await response.write(piece)
             else:
                 for piece in pieces:
@@ -109,18 +113,18 @@ class _App:
             pass
         return response
 
-    async def schedule(self, request: web.Request) -> web.Response:
-        return web.json_response(self.schedules)
+    async def writes_seen(self, request: web.Request) -> web.Response:
+        return web.json_response(self.writes)
 
     async def reset(self, request: web.Request) -> web.Response:
-        self.schedules.clear()
+        self.writes.clear()
         return web.json_response({})
 
 
 async def _serve(captures: Path) -> None:
     app_state = _App(captures)
     app = web.Application()
-    app.router.add_get("/schedule", app_state.schedule)
+    app.router.add_get("/writes", app_state.writes_seen)
     app.router.add_post("/reset", app_state.reset)
     app.router.add_route("*", "/c/{tail:.*}", app_state.handle)
     runner = web.AppRunner(app, access_log=None)
@@ -178,9 +182,11 @@ class ServerProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def url(self, capture: str, mode: str, *, pace_ms: float = 0.0, stream_id: str = "s") -> str:
+    def url(
+        self, capture: str, mode: str, *, pace_ms: float = 0.0, phase_ms: float = 0.0, stream_id: str = "s"
+    ) -> str:
         """The OpenAI-style base URL (``.../v1``) serving *capture* in *mode*."""
-        return f"http://127.0.0.1:{self.port}/c/{capture}/{mode}/{pace_ms:g}/{stream_id}/v1"
+        return f"http://127.0.0.1:{self.port}/c/{capture}/{mode}/{pace_ms:g}/{phase_ms:.3f}/{stream_id}/v1"
 
     @property
     def root(self) -> str:

@@ -53,9 +53,9 @@ import unicodedata
 from typing import Final
 
 import attrs
-from reactivex import Observable, abc
 
-from pipeline.types import ChunkType, Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from operators.reasoning_guard import reasoning_guard
+from pipeline.types import Operator, ProcessedChunk
 
 DEFAULT_DECISION_LIMIT: Final = 200
 """A glued boundary must start within this many characters of the content to count."""
@@ -184,25 +184,6 @@ class SpillGuard:
         return held, ""
 
 
-def _guarded(guard: SpillGuard, chunk: ProcessedChunk) -> ProcessedChunk:
-    """Run one text chunk through *guard*."""
-    if chunk.thoughts:
-        guard.note_reasoning()
-    visible, spilled = guard.feed(chunk.content)
-    if not spilled:
-        return chunk if visible == chunk.content else attrs.evolve(chunk, content=visible)
-    entry = ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled)
-    return attrs.evolve(chunk, content=visible, thoughts=(*chunk.thoughts, entry))
-
-
-def _released_chunk(visible: str, spilled: str) -> ProcessedChunk | None:
-    """A text chunk for text released by ``finish``, or ``None`` when nothing was held."""
-    if not visible and not spilled:
-        return None
-    thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled),) if spilled else ()
-    return ProcessedChunk.text(visible, thoughts=thoughts)
-
-
 def spill_guard() -> Operator[ProcessedChunk, ProcessedChunk]:
     """Move a reasoning tail glued to the first visible content into ``thoughts``.
 
@@ -221,41 +202,10 @@ def spill_guard() -> Operator[ProcessedChunk, ProcessedChunk]:
     Returns:
         An operator; a fresh ``SpillGuard`` is created for every subscription.
     """
+    return reasoning_guard(SpillGuard, _arm)
 
-    def operator(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
-        def subscribe(
-            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            guard = SpillGuard()
 
-            def on_next(chunk: ProcessedChunk) -> None:
-                out: list[ProcessedChunk] = []
-                try:
-                    if chunk.type is ChunkType.TEXT:
-                        out.append(_guarded(guard, chunk))
-                    else:
-                        released = _released_chunk(*guard.finish())
-                        if released is not None:
-                            out.append(released)
-                        out.append(chunk)
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for item in out:
-                    observer.on_next(item)
-
-            def on_completed() -> None:
-                try:
-                    released = _released_chunk(*guard.finish())
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                if released is not None:
-                    observer.on_next(released)
-                observer.on_completed()
-
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+def _arm(guard: SpillGuard, chunk: ProcessedChunk) -> None:
+    # A chunk carrying reasoning arms the guard before its own content is fed.
+    if chunk.thoughts:
+        guard.note_reasoning()

@@ -60,10 +60,10 @@ import re
 from typing import Final
 
 import attrs
-from reactivex import Observable, abc
 
+from operators.reasoning_guard import reasoning_guard
 from operators.reasoning_tags import MAX_TAG_LEN, TAG_RE, partial_tag_len
-from pipeline.types import ChunkType, Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from pipeline.types import Operator, ProcessedChunk
 
 DEFAULT_START_WINDOW: Final = 256
 """Characters at the start of a stream that a stray closer can still turn into reasoning."""
@@ -190,22 +190,6 @@ class ThinkStripper:
         return seam[:cut]
 
 
-def _with_released(chunk: ProcessedChunk, visible: str, reasoning: str) -> ProcessedChunk:
-    """*chunk* with its content replaced by *visible* and *reasoning* appended to its thoughts."""
-    if not reasoning:
-        if visible == chunk.content:
-            return chunk
-        return attrs.evolve(chunk, content=visible)
-    entry = ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning)
-    return attrs.evolve(chunk, content=visible, thoughts=(*chunk.thoughts, entry))
-
-
-def _released_chunk(visible: str, reasoning: str) -> ProcessedChunk:
-    """A text chunk for text released by ``finish``."""
-    thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning),) if reasoning else ()
-    return ProcessedChunk.text(visible, thoughts=thoughts)
-
-
 def think_strip(*, start_window: int = DEFAULT_START_WINDOW) -> Operator[ProcessedChunk, ProcessedChunk]:
     """Reroute think blocks in ``text`` chunks' content into their ``thoughts``.
 
@@ -229,40 +213,7 @@ def think_strip(*, start_window: int = DEFAULT_START_WINDOW) -> Operator[Process
         An operator; a fresh ``ThinkStripper`` is created for every subscription.
     """
 
-    def operator(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
-        def subscribe(
-            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            stripper = ThinkStripper(start_window=start_window)
+    def factory() -> ThinkStripper:
+        return ThinkStripper(start_window=start_window)
 
-            def on_next(chunk: ProcessedChunk) -> None:
-                out: list[ProcessedChunk] = []
-                try:
-                    if chunk.type is ChunkType.TEXT:
-                        out.append(_with_released(chunk, *stripper.feed(chunk.content)))
-                    else:
-                        visible, reasoning = stripper.finish()
-                        if visible or reasoning:
-                            out.append(_released_chunk(visible, reasoning))
-                        out.append(chunk)
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for item in out:
-                    observer.on_next(item)
-
-            def on_completed() -> None:
-                try:
-                    visible, reasoning = stripper.finish()
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                if visible or reasoning:
-                    observer.on_next(_released_chunk(visible, reasoning))
-                observer.on_completed()
-
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+    return reasoning_guard(factory)

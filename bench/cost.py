@@ -1,0 +1,157 @@
+"""Figures 1 and 2: per-chunk cost against the baselines, flat cost, peak memory.
+
+Every contender reads the same capture from the same server process, in
+interleaved rounds (a, b, c, chain, then the next round in a rotated order), so
+load from elsewhere on the machine falls on all of them alike. The cost of a
+run is the *client process's* CPU time (``time.process_time``: every thread)
+divided by the capture's chunks; the server writes from its own process, on
+the other core. Wall time per chunk is kept too.
+"""
+
+from __future__ import annotations
+
+__all__ = ("ContenderRuns", "CostResult", "MemoryResult", "measure_cost", "measure_memory")
+
+import gc
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import attrs
+
+from bench import clients
+from bench.server import ServerProcess, split_events, split_random
+from bench.stats import Spread, spread
+
+FLOOR = "floor: SSE split + orjson (a)"
+TRANSPORT_FLOOR = "transport floor: aiohttp + orjson (b)"
+SDK = "OpenAI SDK stream (c)"
+CHAIN = "rxcord full chain"
+
+
+@attrs.frozen
+class ContenderRuns:
+    """One contender's runs on one capture."""
+
+    cpu: Spread
+    """CPU microseconds per chunk."""
+    wall: Spread
+    """Wall microseconds per chunk."""
+
+
+@attrs.frozen
+class CostResult:
+    """Figure 1 (or one size of figure 2) for one capture and one write mode."""
+
+    capture: str
+    mode: str
+    chunks: int
+    runs: dict[str, ContenderRuns]
+    content_chars: int
+
+    def ratio(self, slower: str, faster: str) -> float:
+        """Median CPU per chunk of *slower* over *faster*."""
+        return self.runs[slower].cpu.median / self.runs[faster].cpu.median
+
+
+Contender = Callable[[], Awaitable[clients.Work]]
+
+
+async def measure_cost(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    sdk: Any | None,
+    capture: str,
+    mode: str,
+    chunks: int,
+    *,
+    runs: int,
+    warmup: int = 1,
+    contenders: tuple[str, ...] = (FLOOR, TRANSPORT_FLOOR, SDK, CHAIN),
+) -> CostResult:
+    """Run every contender ``warmup + runs`` times on *capture*, interleaved; keep the last *runs*."""
+    url = server.url(capture, mode)
+    body = (server.captures / capture).read_bytes()
+    pieces = split_random(body) if mode == "random" else split_events(body)
+
+    async def floor() -> clients.Work:
+        return clients.floor_bytes(pieces)
+
+    table: dict[str, Contender] = {
+        FLOOR: floor,
+        TRANSPORT_FLOOR: lambda: clients.floor_aiohttp(session, url),
+        CHAIN: lambda: clients.rxcord_chain(session, url),
+    }
+    if sdk is not None:
+        table[SDK] = lambda: clients.openai_sdk(sdk, url)
+    names = [name for name in contenders if name in table]
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    content: dict[str, int] = {}
+    for round_ in range(warmup + runs):
+        order = names[round_ % len(names) :] + names[: round_ % len(names)]
+        for name in order:
+            gc.collect()
+            c0, w0 = time.process_time(), time.perf_counter()
+            work = await table[name]()
+            c1, w1 = time.process_time(), time.perf_counter()
+            if work.events not in (-1, chunks):
+                raise RuntimeError(f"{name} saw {work.events} events in {capture}, expected {chunks}")
+            if work.content >= 0:
+                content[name] = work.content
+            if round_ >= warmup:
+                cpu[name].append((c1 - c0) / chunks * 1e6)
+                wall[name].append((w1 - w0) / chunks * 1e6)
+    if len(set(content.values())) > 1:
+        raise RuntimeError(f"contenders collected different answers from {capture}: {content}")
+    return CostResult(
+        capture=capture,
+        mode=mode,
+        chunks=chunks,
+        runs={name: ContenderRuns(spread(cpu[name]), spread(wall[name])) for name in names},
+        content_chars=next(iter(content.values()), -1),
+    )
+
+
+@attrs.frozen
+class MemoryResult:
+    """Figure 2's memory half: traced peak bytes of one stream."""
+
+    capture: str
+    peaks: dict[str, int]
+    """Contender -> peak bytes allocated during the stream (tracemalloc)."""
+
+
+async def measure_memory(
+    server: ServerProcess, session: aiohttp.ClientSession, capture: str, mode: str = "random"
+) -> MemoryResult:
+    """Peak Python memory (tracemalloc) of one stream: the chain against the collecting floor.
+
+    The floor that returns what rxcord returns (the answer and the reasoning,
+    read with aiohttp and orjson) is the reference; the decode-only floor is
+    listed too. Each contender runs once untraced first (warm caches, pooled
+    connection), then once traced.
+    """
+    url = server.url(capture, mode)
+    contenders: dict[str, Contender] = {
+        TRANSPORT_FLOOR: lambda: clients.floor_aiohttp(session, url),
+        "floor keeping the answer (b')": lambda: clients.floor_collect(session, url),
+        CHAIN: lambda: clients.rxcord_chain(session, url),
+    }
+    peaks: dict[str, int] = {}
+    for name, run in contenders.items():
+        await run()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            start, _ = tracemalloc.get_traced_memory()
+            work = await run()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        del work
+        peaks[name] = peak - start
+    return MemoryResult(capture=capture, peaks=peaks)

@@ -1,0 +1,106 @@
+"""The wiring shared by the two stage 03 text guards that split visible text from reasoning.
+
+``think_strip`` and ``spill_guard`` are both per-stream transducers that
+turn text into ``(visible, reasoning)`` and may hold some back. This module
+threads one through a stream of processed chunks: text chunks leave with
+their content replaced by the visible part and the reasoning appended to
+their thoughts as a ``RAW`` entry (every other field kept; a chunk whose
+text is all held still passes, with empty content); held text is released
+as an extra text chunk just *before* a non-text chunk and at completion;
+errors pass through (held text is then dropped).
+"""
+
+from __future__ import annotations
+
+__all__ = ("ReasoningSplitter", "reasoning_guard")
+
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+import attrs
+from reactivex import Observable, abc
+
+from pipeline.types import ChunkType, Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+
+
+class ReasoningSplitter(Protocol):
+    """A per-stream transducer from text to (visible, reasoning)."""
+
+    def feed(self, text: str) -> tuple[str, str]:
+        """Consume *text*; return the visible and reasoning text released so far."""
+        ...
+
+    def finish(self) -> tuple[str, str]:
+        """The stream ended (or a non-text chunk comes): release what is held."""
+        ...
+
+
+_S = TypeVar("_S", bound=ReasoningSplitter)
+
+
+def _with_split(chunk: ProcessedChunk, visible: str, reasoning: str) -> ProcessedChunk:
+    if not reasoning:
+        return chunk if visible == chunk.content else attrs.evolve(chunk, content=visible)
+    entry = ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning)
+    return attrs.evolve(chunk, content=visible, thoughts=(*chunk.thoughts, entry))
+
+
+def _released(visible: str, reasoning: str) -> list[ProcessedChunk]:
+    if not visible and not reasoning:
+        return []
+    thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning),) if reasoning else ()
+    return [ProcessedChunk.text(visible, thoughts=thoughts)]
+
+
+def _no_preparation(splitter: ReasoningSplitter, chunk: ProcessedChunk) -> None:
+    return None
+
+
+def reasoning_guard(
+    factory: Callable[[], _S], prepare: Callable[[_S, ProcessedChunk], None] = _no_preparation
+) -> Operator[ProcessedChunk, ProcessedChunk]:
+    """Thread a fresh splitter per subscription through the chunks (see the module docstring).
+
+    Args:
+        factory: Makes the per-stream splitter.
+        prepare: Called with each text chunk before its content is fed (the spill
+            guard arms itself on a chunk that carries reasoning).
+
+    Returns:
+        An operator on processed chunks.
+    """
+
+    def operator(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
+        def subscribe(
+            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            splitter = factory()
+
+            def on_next(chunk: ProcessedChunk) -> None:
+                try:
+                    if chunk.type is ChunkType.TEXT:
+                        prepare(splitter, chunk)
+                        out = [_with_split(chunk, *splitter.feed(chunk.content))]
+                    else:
+                        out = [*_released(*splitter.finish()), chunk]
+                except Exception as exc:
+                    observer.on_error(exc)
+                    return
+                for item in out:
+                    observer.on_next(item)
+
+            def on_completed() -> None:
+                try:
+                    out = _released(*splitter.finish())
+                except Exception as exc:
+                    observer.on_error(exc)
+                    return
+                for item in out:
+                    observer.on_next(item)
+                observer.on_completed()
+
+            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+    return operator
