@@ -42,8 +42,8 @@ degenerate loop anyway.
 from __future__ import annotations
 
 __all__ = (
-    "GOOGLE_BASE_URL",
     "GEMINI_THINKING_BUDGETS",
+    "GOOGLE_BASE_URL",
     "MIN_RESENT_PART_CHARS",
     "GeminiNormalizer",
     "GoogleAdapter",
