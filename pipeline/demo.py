@@ -69,8 +69,7 @@ def _summary(title: str, result: StreamResult) -> str:
     if usage is not None:
         lines.append(
             f"  usage: {usage.input_tokens} in (cache read {usage.cache_read_tokens})"
-            f" / {usage.output_tokens} out"
-            + (f" · cost ${usage.cost}" if usage.cost is not None else "")
+            f" / {usage.output_tokens} out" + (f" · cost ${usage.cost}" if usage.cost is not None else "")
         )
     return "\n".join(lines)
 
