@@ -1,0 +1,293 @@
+"""Figures 3 and 4: live-mode latency added by the pipeline, and many concurrent paced streams.
+
+The server writes one SSE event at a time on an absolute schedule (``pace``) and
+records when it wrote each one on ``time.monotonic``, which every process on
+the machine shares. Streams start spread over one pace interval, as
+independent conversations would be.
+
+Figure 3. Each stream runs with a ``pipeline.timeline.Timeline``: the chain's
+own recorder of when the source emitted each raw chunk (stage 02), when each
+segment left the cleaner (stage 06) and when each sink call started (stage 07).
+A text segment released while a chunk was moving through the chain (a
+paragraph break completed by that chunk) is attributed to that chunk; its
+latency is the start of its sink call minus:
+
+* the moment the source emitted the chunk (``from source``: the chain and the
+  hand-off to the delivery coroutine);
+* the moment the server wrote it (``from write``: additionally the loopback
+  socket, the event loop's queue and the transport: everything on this side of
+  the wire).
+
+Segments released by the idle timer (``live_idle_flush``) or by the end of the
+stream are deliberate waits and are not counted; paced messages are off.
+
+Figure 4. Each stream's normalizer is wrapped to note when each raw chunk
+reached stage 03; a chunk's lag is that moment minus the server's write. CPU
+per stream is the client process's CPU time over the run divided by the number
+of streams and the run's length.
+"""
+
+from __future__ import annotations
+
+__all__ = ("LagResult", "LatencyResult", "measure_lag", "measure_latency")
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+import attrs
+
+from bench.clients import rxcord_job
+from bench.server import ServerProcess
+from bench.stats import percentile
+from pipeline.config import StreamConfig
+from pipeline.request import ChatRequest
+from pipeline.run import run_stream
+from pipeline.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
+from pipeline.types import ChunkNormalizer, DeliveryMode, ProcessedChunk, ProviderError, RawStreamChunk
+from providers.base import DegradationPolicy, HttpRequest
+from providers.openai import OpenAIAdapter
+from sinks.memory import MemorySink
+
+LIVE = StreamConfig(delivery=DeliveryMode.LIVE)
+
+
+def live_session() -> aiohttp.ClientSession:
+    """A session without aiohttp's 100-connection cap (hundreds of streams at once)."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+
+
+async def _writes(session: aiohttp.ClientSession, server: ServerProcess) -> dict[str, list[float]]:
+    async with session.get(f"{server.root}/writes") as response:
+        data: dict[str, list[float]] = await response.json()
+        return data
+
+
+async def _reset(session: aiohttp.ClientSession, server: ServerProcess) -> None:
+    async with session.post(f"{server.root}/reset") as response:
+        await response.read()
+
+
+# -- figure 3 ---------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class LatencyResult:
+    """Figure 3 for one number of streams."""
+
+    streams: int
+    pace_ms: float
+    chunks: int
+    from_source_ms: list[float]
+    from_write_ms: list[float]
+    excluded: int
+    """Segments released by the idle timer or the stream's end (deliberate waits)."""
+    unmatched: int
+    """Streams whose sends could not be paired with their segments (not counted)."""
+
+    def p(self, which: str, q: float) -> float:
+        """Percentile *q* of ``from_source`` or ``from_write`` (milliseconds)."""
+        return percentile(self.from_source_ms if which == "source" else self.from_write_ms, q)
+
+
+@attrs.frozen
+class _Stream:
+    stream_id: str
+    timeline: Timeline
+    offset: float
+    """``time.monotonic() - timeline.now()``: converts timeline seconds to the monotonic clock."""
+
+
+def _samples(
+    stream: _Stream, writes: Sequence[float], idle_flush: float
+) -> tuple[list[float], list[float], int] | None:
+    """(from source, from write, excluded) for one stream; ``None`` when sends do not pair with segments."""
+    raws: list[float] = []
+    ended = False
+    pending: list[tuple[int, float] | None] = []
+    sends: list[float] = []
+    excluded = 0
+    for event in stream.timeline.events:
+        if event.lane == TRANSPORT:
+            if event.kind in ("raw", "transport_error"):
+                raws.append(event.t)
+            elif event.kind in ("end", "cancelled"):
+                ended = True
+        elif event.lane == CLEAN and event.kind in ("text", "error_embed"):
+            if ended or not raws or event.t - raws[-1] > idle_flush / 2:
+                pending.append(None)
+                excluded += 1
+            else:
+                pending.append((len(raws) - 1, raws[-1]))
+        elif event.lane == DELIVERY and event.kind in ("send", "refused"):
+            sends.append(event.t)
+    if len(sends) != len(pending):
+        return None
+    from_source: list[float] = []
+    from_write: list[float] = []
+    for trigger, sent in zip(pending, sends, strict=True):
+        if trigger is None:
+            continue
+        index, emitted = trigger
+        from_source.append((sent - emitted) * 1000)
+        if index < len(writes):
+            from_write.append((sent + stream.offset - writes[index]) * 1000)
+    return from_source, from_write, excluded
+
+
+async def measure_latency(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    capture: str,
+    chunks: int,
+    *,
+    streams: int,
+    pace_ms: float,
+    config: StreamConfig = LIVE,
+) -> LatencyResult:
+    """Run *streams* live streams of *capture* at once, one event per *pace_ms* each."""
+    await _reset(session, server)
+
+    async def one(number: int) -> _Stream:
+        stream_id = f"lat{number}"
+        url = server.url(
+            capture, "event", pace_ms=pace_ms, phase_ms=pace_ms * number / streams, stream_id=stream_id
+        )
+        timeline = Timeline()
+        job = rxcord_job(session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number))
+        await run_stream(job, timeline=timeline, nonce_prefix="bench")
+        return _Stream(stream_id, timeline, time.monotonic() - timeline.now())
+
+    done = await asyncio.gather(*(one(number) for number in range(streams)))
+    writes = await _writes(session, server)
+    from_source: list[float] = []
+    from_write: list[float] = []
+    excluded = unmatched = 0
+    for stream in done:
+        samples = _samples(stream, writes.get(stream.stream_id, []), config.live_idle_flush)
+        if samples is None:
+            unmatched += 1
+            continue
+        source, write, skipped = samples
+        from_source += source
+        from_write += write
+        excluded += skipped
+    return LatencyResult(streams, pace_ms, chunks, from_source, from_write, excluded, unmatched)
+
+
+# -- figure 4 ---------------------------------------------------------------------------------------------
+
+
+class _StampedNormalizer:
+    """Notes ``time.monotonic()`` as each raw chunk reaches stage 03, then normalizes it."""
+
+    __slots__ = ("inner", "stamps")
+
+    def __init__(self, inner: ChunkNormalizer, stamps: list[float]) -> None:
+        self.inner = inner
+        self.stamps = stamps
+
+    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
+        self.stamps.append(time.monotonic())
+        return self.inner.feed(raw)
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        return self.inner.finish()
+
+
+class _StampedAdapter:
+    """``OpenAIAdapter`` whose normalizers note arrival times (one adapter per stream)."""
+
+    def __init__(self) -> None:
+        self.inner = OpenAIAdapter()
+        self.stamps: list[float] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def policy(self) -> DegradationPolicy:
+        return self.inner.policy
+
+    def build_request(
+        self, request: ChatRequest, *, base_url: str | None = None, api_key: str | None, stream: bool = True
+    ) -> HttpRequest:
+        return self.inner.build_request(request, base_url=base_url, api_key=api_key, stream=stream)
+
+    def new_normalizer(self) -> ChunkNormalizer:
+        return _StampedNormalizer(self.inner.new_normalizer(), self.stamps)
+
+    def is_meaningful(self, raw: RawStreamChunk) -> bool:
+        return self.inner.is_meaningful(raw)
+
+    def rejection(self, raw: RawStreamChunk) -> ProviderError | None:
+        return self.inner.rejection(raw)
+
+    def describe_error(self, error: ProviderError) -> str:
+        return self.inner.describe_error(error)
+
+
+@attrs.frozen
+class LagResult:
+    """Figure 4."""
+
+    streams: int
+    rate: float
+    """Chunks per second per stream."""
+    chunks: int
+    lag_ms: list[float]
+    cpu_seconds: float
+    wall_seconds: float
+    completed: int
+    """Streams that ended with status ``completed``."""
+
+    @property
+    def cpu_per_stream(self) -> float:
+        """Fraction of one core per stream."""
+        return self.cpu_seconds / self.wall_seconds / self.streams
+
+    @property
+    def cpu_per_chunk_us(self) -> float:
+        """CPU microseconds per chunk."""
+        return self.cpu_seconds / (self.streams * self.chunks) * 1e6
+
+
+async def measure_lag(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    capture: str,
+    chunks: int,
+    *,
+    streams: int,
+    rate: float,
+    config: StreamConfig = LIVE,
+) -> LagResult:
+    """Run *streams* live streams at *rate* chunks per second each, in this process, all at once."""
+    await _reset(session, server)
+    pace_ms = 1000.0 / rate
+    adapters: dict[str, _StampedAdapter] = {}
+
+    async def one(number: int) -> Any:
+        stream_id = f"lag{number}"
+        adapter = adapters[stream_id] = _StampedAdapter()
+        url = server.url(
+            capture, "event", pace_ms=pace_ms, phase_ms=pace_ms * number / streams, stream_id=stream_id
+        )
+        job = rxcord_job(session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number))
+        job = attrs.evolve(job, adapter=adapter)
+        return await run_stream(job, nonce_prefix="bench")
+
+    c0, w0 = time.process_time(), time.perf_counter()
+    results = await asyncio.gather(*(one(number) for number in range(streams)))
+    c1, w1 = time.process_time(), time.perf_counter()
+    writes = await _writes(session, server)
+    lag: list[float] = []
+    for stream_id, adapter in adapters.items():
+        written = writes.get(stream_id, [])
+        # Chunk 0 (the role delta) is held by the transport until chunk 1 commits the stream.
+        lag += [(seen - sent) * 1000 for seen, sent in zip(adapter.stamps[1:], written[1:], strict=False)]
+    completed = sum(1 for result in results if result.status.value == "completed")
+    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, completed)

@@ -1,0 +1,270 @@
+"""``python -m bench``: every figure of the benchmark suite, printed as a table and written as Markdown.
+
+Full run (several minutes; figure 5 alone takes about two, because Discord's
+limits are real time)::
+
+    .venv/bin/python -m bench
+
+Quick run (seconds; tiny captures, a fast emulator, no results file unless
+``--out`` is given)::
+
+    .venv/bin/python -m bench --quick
+
+Captures are generated into ``--captures`` (default ``bench/.captures``, which
+git ignores) on first use; the provider server runs in a child process on
+127.0.0.1.
+"""
+
+from __future__ import annotations
+
+__all__ = ("Config", "main", "run")
+
+import argparse
+import asyncio
+import datetime
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import attrs
+
+from bench import cost, discord, live, stages
+from bench.make_captures import CaptureSpec, capture_name, ensure_captures
+from bench.report import Report
+from bench.server import ServerProcess, split_random
+from sinks.emulator import EmulatorConfig
+
+HERE = Path(__file__).resolve().parent
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    """What one run measures, and how hard."""
+
+    quick: bool
+    runs: int
+    """Measured runs per contender (after one warm-up)."""
+    headline: int
+    """Chunks of figure 1's captures."""
+    sizes: tuple[int, int, int]
+    """Figure 2's small, middle and large streams."""
+    memory_size: int
+    latency_streams: tuple[int, int]
+    latency_chunks: int
+    latency_pace_ms: float
+    lag_streams: int
+    lag_rate: float
+    lag_chunks: int
+    one_channel: int
+    channels: int
+    per_channel: int
+    emulator: EmulatorConfig
+    stage_size: int
+
+    @classmethod
+    def full(cls, runs: int) -> Config:
+        return cls(
+            quick=False,
+            runs=runs,
+            headline=10_000,
+            sizes=(1_000, 10_000, 100_000),
+            memory_size=100_000,
+            latency_streams=(1, 200),
+            latency_chunks=1_500,
+            latency_pace_ms=20.0,
+            lag_streams=500,
+            lag_rate=50.0,
+            lag_chunks=500,
+            one_channel=100,
+            channels=50,
+            per_channel=10,
+            emulator=EmulatorConfig(),
+            stage_size=10_000,
+        )
+
+    @classmethod
+    def fast(cls, runs: int) -> Config:
+        return cls(
+            quick=True,
+            runs=runs,
+            headline=200,
+            sizes=(100, 200, 400),
+            memory_size=400,
+            latency_streams=(1, 5),
+            latency_chunks=100,
+            latency_pace_ms=5.0,
+            lag_streams=10,
+            lag_rate=200.0,
+            lag_chunks=100,
+            one_channel=8,
+            channels=4,
+            per_channel=3,
+            emulator=EmulatorConfig(channel_window=0.2, global_window=0.1),
+            stage_size=200,
+        )
+
+    def specs(self) -> list[CaptureSpec]:
+        sizes = {self.headline, *self.sizes, self.memory_size, self.latency_chunks, self.lag_chunks}
+        sizes.add(self.stage_size)
+        return [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment() -> dict[str, str]:
+    """Date, versions and the machine."""
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "nproc": str(os.cpu_count()),
+        "machine": f"{platform.system()} {platform.machine()}",
+        "load average at start": " ".join(f"{value:.2f}" for value in os.getloadavg()),
+        "rxcord": _version("rxcord"),
+        "reactivex": _version("reactivex"),
+        "aiohttp": _version("aiohttp"),
+        "orjson": _version("orjson"),
+        "openai": _version("openai"),
+    }
+
+
+def _sdk_client(server: ServerProcess) -> Any | None:
+    try:
+        import openai
+    except ImportError:
+        return None
+    return openai.AsyncOpenAI(api_key="bench-key", base_url=server.url("none", "event"), max_retries=0)
+
+
+async def run(config: Config, captures: Path, report: Report, only: set[int]) -> None:
+    """Measure every figure in *only* into *report*."""
+    ensure_captures(captures, config.specs())
+    with ServerProcess(captures) as server:
+        async with aiohttp.ClientSession() as session:
+            sdk = _sdk_client(server)
+            report.note_sdk(sdk is not None)
+            if 1 in only or 2 in only:
+                await _figures_1_2(config, server, session, sdk, report, only)
+            if 1 in only:
+                await _stages(config, captures, report)
+        if 3 in only or 4 in only:
+            async with live.live_session() as session:
+                if 3 in only:
+                    for streams in config.latency_streams:
+                        report.progress(f"figure 3: {streams} live stream(s)")
+                        report.latency(
+                            await live.measure_latency(
+                                server,
+                                session,
+                                capture_name(config.latency_chunks),
+                                config.latency_chunks,
+                                streams=streams,
+                                pace_ms=config.latency_pace_ms,
+                            )
+                        )
+                if 4 in only:
+                    report.progress(f"figure 4: {config.lag_streams} streams at {config.lag_rate:g} chunks/s")
+                    report.lag(
+                        await live.measure_lag(
+                            server,
+                            session,
+                            capture_name(config.lag_chunks),
+                            config.lag_chunks,
+                            streams=config.lag_streams,
+                            rate=config.lag_rate,
+                        )
+                    )
+    if 5 in only:
+        report.progress(f"figure 5: {config.one_channel} messages to one channel")
+        report.delivery(
+            await discord.measure_delivery(
+                "one channel", config.emulator, channels=1, per_channel=config.one_channel
+            )
+        )
+        report.progress(f"figure 5: {config.per_channel} messages to each of {config.channels} channels")
+        report.delivery(
+            await discord.measure_delivery(
+                "many channels", config.emulator, channels=config.channels, per_channel=config.per_channel
+            )
+        )
+        default_meter = await discord.measure_delivery(
+            "many channels, default meter (45/s)",
+            config.emulator,
+            channels=config.channels,
+            per_channel=config.per_channel,
+            global_limit=45 * config.emulator.global_limit // 50,
+        )
+        report.delivery(default_meter, headline=False)
+
+
+async def _figures_1_2(
+    config: Config,
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    sdk: Any | None,
+    report: Report,
+    only: set[int],
+) -> None:
+    headline = config.headline
+    if 1 in only:
+        for reasoning in (False, True):
+            for mode in ("random", "event"):
+                name = capture_name(headline, reasoning=reasoning)
+                report.progress(f"figure 1: {name}, {mode} writes")
+                result = await cost.measure_cost(server, session, sdk, name, mode, headline, runs=config.runs)
+                report.cost(result, headline=not reasoning and mode == "random")
+    if 2 in only:
+        by_size: dict[int, cost.CostResult] = {}
+        for size in config.sizes:
+            name = capture_name(size)
+            report.progress(f"figure 2: {name}")
+            runs = config.runs if size <= headline else max(3, config.runs // 2)
+            by_size[size] = await cost.measure_cost(
+                server, session, None, name, "random", size, runs=runs, contenders=(cost.FLOOR, cost.CHAIN)
+            )
+        report.flat(by_size)
+        report.progress(f"figure 2: peak memory, {capture_name(config.memory_size)}")
+        report.memory(await cost.measure_memory(server, session, capture_name(config.memory_size)))
+
+
+async def _stages(config: Config, captures: Path, report: Report) -> None:
+    name = capture_name(config.stage_size)
+    report.progress(f"where the time goes: {name}")
+    pieces = split_random((captures / name).read_bytes())
+    report.stages(await stages.time_stages(pieces, runs=max(3, config.runs)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="rxcord's benchmark suite")
+    parser.add_argument("--quick", action="store_true", help="tiny captures and a fast emulator (seconds)")
+    parser.add_argument("--runs", type=int, default=None, help="measured runs per contender (default 7; 2)")
+    parser.add_argument("--captures", default=str(HERE / ".captures"), help="where captures are generated")
+    parser.add_argument("--out", default=None, help="results file (default bench/RESULTS.md; quick: none)")
+    parser.add_argument("--only", default="1,2,3,4,5", help="figures to run, e.g. 1,2")
+    args = parser.parse_args(argv)
+    runs = args.runs or (2 if args.quick else 7)
+    config = Config.fast(runs) if args.quick else Config.full(runs)
+    only = {int(part) for part in args.only.split(",") if part.strip()}
+    out = Path(args.out) if args.out else (None if args.quick else HERE / "RESULTS.md")
+    report = Report(environment(), quick=args.quick, runs=runs)
+    started = time.perf_counter()
+    asyncio.run(run(config, Path(args.captures), report, only))
+    report.elapsed = time.perf_counter() - started
+    print(report.table())
+    if out is not None:
+        out.write_text(report.markdown(), encoding="utf-8")
+        print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
