@@ -76,9 +76,10 @@ from typing import Any, Final
 import attrs
 from loguru import logger
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, Disposable, SerialDisposable
+from reactivex.disposable import CompositeDisposable
 
 from operators.markdown_scan import Cut, Fence, Level, MarkdownScanner, TableSpan, render_table
+from operators.quiet_timer import QuietTimer
 from operators.reasoning_tags import (
     CLOSE_RE,
     DETAILS_CLOSE_RE,
@@ -596,7 +597,6 @@ def flush(
             if live and scheduler is None:
                 raise ValueError("flush() in live mode needs a subscribe-time scheduler")
             flusher = Flusher(config)
-            timer = SerialDisposable()
             ended = False
             discarded = False
             signalled = False
@@ -613,9 +613,16 @@ def flush(
                     if stops is not None:
                         stops.on_next(StopSignal(StopKind.FLUSH_LIMIT, "flush cap reached"))
 
-            def on_idle(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+            def on_idle() -> None:
                 if not ended:
                     emit(flusher.idle())
+
+            # One armed timer at most, not one per chunk (see operators.quiet_timer).
+            timer = QuietTimer(scheduler, config.live_idle_flush, on_idle) if live and scheduler else None
+
+            def stop_timer() -> None:
+                if timer is not None:
+                    timer.cancel()
 
             def on_next(state: StreamState) -> None:
                 nonlocal ended, discarded
@@ -624,19 +631,18 @@ def flush(
                 status = state.status
                 if status in _DISCARD:
                     ended = discarded = True
-                    timer.disposable = Disposable()
+                    stop_timer()
                     flusher.discard()
                     return
                 segments = flusher.push(state.delta) if state.delta else []
                 if status is StreamStatus.STREAMING:
-                    if live and state.delta:
-                        assert scheduler is not None
-                        timer.disposable = scheduler.schedule_relative(config.live_idle_flush, on_idle)
+                    if timer is not None and state.delta:
+                        timer.poke()
                     emit(segments)
                     return
                 # Mark the end before emitting, so a re-entrant state is ignored.
                 ended = True
-                timer.disposable = Disposable()
+                stop_timer()
                 segments += flusher.flush(final=True)
                 error = state.error if status is StreamStatus.ERROR else None
                 if error is not None and not (
@@ -646,19 +652,21 @@ def flush(
                 emit(segments)
 
             def on_error(error: Exception) -> None:
-                timer.disposable = Disposable()
+                stop_timer()
                 observer.on_error(error)
 
             def on_completed() -> None:
                 nonlocal ended
                 if not ended:
                     ended = True
-                    timer.disposable = Disposable()
+                    stop_timer()
                     emit(flusher.flush(final=True))
                 observer.on_completed()
 
             subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return CompositeDisposable(subscription, timer)
+            if timer is None:
+                return subscription
+            return CompositeDisposable(subscription, timer.disposable)
 
         return Observable(subscribe)
 

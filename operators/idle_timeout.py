@@ -16,11 +16,11 @@ from __future__ import annotations
 __all__ = ("idle_timeout",)
 
 from datetime import datetime
-from typing import Any
 
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
+from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 
+from operators.quiet_timer import QuietTimer
 from pipeline.types import ErrorType, Operator, ProcessedChunk, ProviderError
 
 
@@ -66,43 +66,39 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
         ) -> abc.DisposableBase:
             if scheduler is None:
                 raise ValueError("idle_timeout needs a subscribe-time scheduler")
-            clock = scheduler
-            timer = SerialDisposable()
             upstream = SingleAssignmentDisposable()
-            watch = _Watch(clock.now)
+            finished = [False]
 
-            def fire(_: abc.SchedulerBase, __: Any = None) -> None:
-                if watch.finished:
+            def quiet() -> None:
+                if finished[0]:
                     return
-                # Chunks only move the deadline; the one timer checks it when it fires.
-                remaining = (watch.last - clock.now).total_seconds() + seconds
-                if remaining > 0:
-                    timer.disposable = clock.schedule_relative(remaining, fire)
-                    return
-                watch.finished = True
+                finished[0] = True
                 upstream.dispose()
                 observer.on_next(_timeout_chunk(seconds))
                 observer.on_completed()
 
+            # One armed timer at most, not one per chunk (see operators.quiet_timer).
+            timer = QuietTimer(scheduler, seconds, quiet)
+
             def on_next(chunk: ProcessedChunk) -> None:
-                if watch.finished:
+                if finished[0]:
                     return
-                watch.last = clock.now
+                timer.poke()
                 observer.on_next(chunk)
 
             def on_error(exc: Exception) -> None:
-                watch.finished = True
-                timer.dispose()
+                finished[0] = True
+                timer.cancel()
                 observer.on_error(exc)
 
             def on_completed() -> None:
-                watch.finished = True
-                timer.dispose()
+                finished[0] = True
+                timer.cancel()
                 observer.on_completed()
 
-            timer.disposable = clock.schedule_relative(seconds, fire)
+            timer.poke()
             upstream.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return CompositeDisposable(timer, upstream)
+            return CompositeDisposable(timer.disposable, upstream)
 
         return Observable(subscribe)
 

@@ -1,0 +1,70 @@
+"""QuietTimer: fires exactly `seconds` after the last poke, with at most one timer armed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reactivex.testing import TestScheduler
+
+from operators.quiet_timer import QuietTimer
+
+
+def _timer(scheduler: TestScheduler, fired: list[float], seconds: float = 5.0) -> QuietTimer:
+    def quiet() -> None:
+        fired.append(scheduler.clock)
+
+    return QuietTimer(scheduler, seconds, quiet)
+
+
+def test_fires_seconds_after_the_last_poke() -> None:
+    """Pokes at 0, 3 and 4 fire once, at 9 (4 + 5), as a timer restarted on every poke would."""
+    scheduler = TestScheduler()
+    fired: list[float] = []
+    timer = _timer(scheduler, fired)
+    for at in (0.0, 3.0, 4.0):
+        scheduler.schedule_absolute(at, lambda *_: timer.poke())
+    scheduler.start()
+    assert fired == [9.0]
+
+
+def test_cancel_prevents_firing_until_next_poke() -> None:
+    """Cancelled, it stays quiet; a later poke starts a new period."""
+    scheduler = TestScheduler()
+    fired: list[float] = []
+    timer = _timer(scheduler, fired)
+    scheduler.schedule_absolute(0.0, lambda *_: timer.poke())
+    scheduler.schedule_absolute(2.0, lambda *_: timer.cancel())
+    scheduler.schedule_absolute(20.0, lambda *_: timer.poke())
+    scheduler.start()
+    assert fired == [25.0]
+
+
+def test_at_most_one_timer_armed() -> None:
+    """A thousand pokes arm one scheduler timer (re-armed once when it fires early)."""
+    scheduler = TestScheduler()
+    fired: list[float] = []
+    timer = _timer(scheduler, fired)
+    scheduled: list[Any] = []
+    original = scheduler.schedule_relative
+
+    def counting(duetime: Any, action: Any, state: Any = None) -> Any:
+        scheduled.append(duetime)
+        return original(duetime, action, state)
+
+    scheduler.schedule_relative = counting  # type: ignore[method-assign]
+    for i in range(1000):
+        scheduler.schedule_absolute(i * 0.001, lambda *_: timer.poke())
+    scheduler.start()
+    assert len(scheduled) == 2
+    assert len(fired) == 1 and abs(fired[0] - 5.999) < 1e-6
+
+
+def test_dispose_cancels_for_good() -> None:
+    """Disposing the timer's disposable cancels the armed timer."""
+    scheduler = TestScheduler()
+    fired: list[float] = []
+    timer = _timer(scheduler, fired)
+    timer.poke()
+    timer.disposable.dispose()
+    scheduler.start()
+    assert fired == []
