@@ -282,7 +282,11 @@ def punctuation_roll(text: str, rng: random.Random) -> list[str]:
             i = resume
         elif char == "," and ws:
             if rng.random() < COMMA_SPLIT_P:
-                cut(i, ws.end())
+                # Dropping the comma would leave a semicolon right before the cut: a clause one.
+                start = i
+                while start > pos and text[start - 1] == ";" and start - 1 not in protected:
+                    start -= 1
+                cut(start, ws.end())
             i = ws.end()
         elif char in "!?" and ws:
             if rng.random() < EMPHASIS_SPLIT_P:

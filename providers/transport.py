@@ -361,6 +361,7 @@ class _Pump:
         parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
         total = 0
         limit = self.cfg.max_stream_bytes
+        seen = 0
         # One batch per network read: every event of a piece goes downstream without
         # a round trip through the async generators per event.
         async for piece in response.content.iter_any():
@@ -372,25 +373,60 @@ class _Pump:
             if not fields:
                 continue
             batch, done = _event_chunks(name, fields)
+            seen += len(batch)
             if batch:
                 yield batch
             if done:
-                return
-        batch, _ = _event_chunks(name, parser.close_raw())
-        if batch:
-            yield batch
+                break
+        else:
+            # An event still pending at the end of the body was cut off (see the SSE parser).
+            batch, _ = _event_chunks(name, parser.close_raw(), at_end=True)
+            seen += len(batch)
+            if batch:
+                yield batch
+        if not seen:
+            yield [_empty(name)]
 
 
 def _event_chunks(
-    provider: str, fields: list[tuple[bytes, str | None, str | None]]
+    provider: str, fields: list[tuple[bytes, str | None, str | None]], *, at_end: bool = False
 ) -> tuple[list[RawStreamChunk], bool]:
-    """The chunks of parsed events, up to ``[DONE]``; and whether ``[DONE]`` was seen."""
+    """The chunks of parsed events, up to ``[DONE]``; and whether ``[DONE]`` was seen.
+
+    *at_end*: these events were still pending when the body ended; one that is not valid
+    JSON was cut off mid-event (a truncated body), which is reported as such.
+    """
     batch: list[RawStreamChunk] = []
     for data, event, _ in fields:
         if data == b"[DONE]":
             return batch, True
-        batch.append(_event_chunk(provider, data, event))
+        chunk = _event_chunk(provider, data, event)
+        if at_end and chunk.error is not None:
+            chunk = _truncated(provider, chunk.data)
+        batch.append(chunk)
     return batch, False
+
+
+def _truncated(provider: str, text: object) -> RawStreamChunk:
+    # Like a connection reset mid-body: the provider may well succeed if asked again.
+    error = ProviderError(
+        type=ErrorType.API_ERROR,
+        message="the stream ended in the middle of an event (truncated body)",
+        retryable=True,
+        code="truncated_stream",
+    )
+    return RawStreamChunk(provider=provider, error=error, data=text)
+
+
+def _empty(provider: str) -> RawStreamChunk:
+    # A 200 with no event at all is a failed answer, not an empty one: fallbacks may retry it.
+    error = ProviderError(
+        type=ErrorType.API_ERROR,
+        message="the provider sent an empty stream (no events)",
+        retryable=True,
+        code="empty_response",
+    )
+    return RawStreamChunk(provider=provider, error=error)
 
 
 def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChunk:

@@ -369,3 +369,23 @@ async def test_dispose_closes_the_connection() -> None:
         subscription.dispose()
         await server.wait_finished(3)
     assert server.requests[0].closed_early and not server.requests[0].completed
+
+
+async def test_empty_stream_is_a_retryable_error() -> None:
+    """A 200 with no events (empty, only [DONE], or not SSE at all) is a failed answer, not an empty one."""
+    for body in (b"", b"data: [DONE]\n\n", b"this is not sse\n"):
+        async with ReplayServer(body=body) as server:
+            chunks, stats = await _run(server, config=TransportConfig(transient_retries=1, backoff=0.01))
+        [error] = _errors(chunks)
+        assert error.code == "empty_response" and error.retryable
+        assert stats.attempts == 2  # retried once before giving up: nothing was committed
+
+
+async def test_truncated_event_at_end_of_body() -> None:
+    """A body cut off in the middle of an event keeps the text before it and reports the truncation."""
+    body = _delta("Partial ").encode() + b'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": "cut'
+    async with ReplayServer(body=body) as server:
+        chunks, _ = await _run(server)
+    assert _texts(chunks) == ["Partial "]
+    [error] = _errors(chunks)
+    assert error.code == "truncated_stream" and error.retryable
