@@ -19,6 +19,7 @@ reasoning collected) so the runner can check that all of them did the same work.
 from __future__ import annotations
 
 __all__ = (
+    "Splitter",
     "Work",
     "floor_aiohttp",
     "floor_bytes",
@@ -62,7 +63,7 @@ class Work:
     result: Any = attrs.field(default=None, eq=False, repr=False)
 
 
-class _Splitter:
+class Splitter:
     """The minimal SSE splitter of the floors: blank-line separated events, ``data: `` lines."""
 
     __slots__ = ("buf",)
@@ -79,7 +80,7 @@ class _Splitter:
 
 def floor_bytes(pieces: Iterable[bytes]) -> Work:
     """(a) Split the pieces into SSE events and decode each with orjson."""
-    splitter = _Splitter()
+    splitter = Splitter()
     loads = orjson.loads
     events = 0
     for piece in pieces:
@@ -93,7 +94,7 @@ def floor_bytes(pieces: Iterable[bytes]) -> Work:
 
 async def floor_aiohttp(session: aiohttp.ClientSession, base_url: str) -> Work:
     """(b) aiohttp reads the server; the same splitter and orjson decode each event."""
-    splitter = _Splitter()
+    splitter = Splitter()
     loads = orjson.loads
     events = 0
     async with session.post(f"{base_url}/chat/completions", json=REQUEST_BODY) as response:
@@ -108,7 +109,7 @@ async def floor_aiohttp(session: aiohttp.ClientSession, base_url: str) -> Work:
 
 async def floor_collect(session: aiohttp.ClientSession, base_url: str) -> Work:
     """(b) plus keeping the answer and the reasoning: the memory floor (it returns what rxcord returns)."""
-    splitter = _Splitter()
+    splitter = Splitter()
     loads = orjson.loads
     events = 0
     text: list[str] = []
@@ -158,7 +159,8 @@ async def openai_sdk(client: Any, base_url: str) -> Work:
 _ADAPTER = OpenAIAdapter()
 _CHAT = ChatRequest(model="gpt-4o-mini", messages=(Message.user("bench"),))
 _TRANSPORT = TransportConfig(transient_retries=0)
-AGGREGATED = StreamConfig()
+AGGREGATED = StreamConfig(max_messages=100_000, max_flushes=100_000)
+"""Aggregated delivery without the per-turn message cap: a 100k-chunk answer is ~175 messages."""
 
 
 def rxcord_job(

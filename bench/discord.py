@@ -43,6 +43,8 @@ class DeliveryResult:
     bound: float
     rate_limited: int
     """429 answers the emulator gave."""
+    global_rate_limited: int
+    """Of which for the global limit."""
     delivered_once_in_order: bool
     duplicates: int
     missing: int
@@ -111,6 +113,7 @@ async def measure_delivery(
             seconds=seconds,
             bound=lower_bound(config, channels, per_channel),
             rate_limited=emulator.counters.rate_limited,
+            global_rate_limited=emulator.counters.global_rate_limited,
             delivered_once_in_order=in_order and duplicates == 0 and missing == 0,
             duplicates=duplicates,
             missing=missing,

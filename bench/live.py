@@ -29,7 +29,7 @@ of streams and the run's length.
 
 from __future__ import annotations
 
-__all__ = ("LagResult", "LatencyResult", "measure_lag", "measure_latency")
+__all__ = ("LagResult", "LatencyResult", "measure_lag", "measure_lag_floor", "measure_latency")
 
 import asyncio
 import time
@@ -38,8 +38,10 @@ from typing import Any
 
 import aiohttp
 import attrs
+import orjson
 
-from bench.clients import rxcord_job
+from bench.clients import REQUEST_BODY, Splitter, rxcord_job
+from bench.make_captures import capture_name
 from bench.server import ServerProcess
 from bench.stats import percentile
 from pipeline.config import StreamConfig
@@ -51,7 +53,17 @@ from providers.base import DegradationPolicy, HttpRequest
 from providers.openai import OpenAIAdapter
 from sinks.memory import MemorySink
 
-LIVE = StreamConfig(delivery=DeliveryMode.LIVE)
+LIVE = StreamConfig(delivery=DeliveryMode.LIVE, max_messages=100_000, max_flushes=100_000)
+"""Live delivery, without the per-turn caps (long benchmark streams are not runaway replies)."""
+
+
+VARIANTS = 64
+"""Distinct texts the live figures spread their streams over."""
+
+
+def stream_capture(chunks: int, number: int) -> str:
+    """The capture stream *number* reads: one of ``VARIANTS`` texts of *chunks* chunks."""
+    return capture_name(chunks, variant=number % VARIANTS)
 
 
 def live_session() -> aiohttp.ClientSession:
@@ -86,6 +98,13 @@ class LatencyResult:
     """Segments released by the idle timer or the stream's end (deliberate waits)."""
     unmatched: int
     """Streams whose sends could not be paired with their segments (not counted)."""
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 1.0
+
+    @property
+    def cpu_share(self) -> float:
+        """The client's CPU time over the run's wall time (1.0: one core busy)."""
+        return self.cpu_seconds / self.wall_seconds
 
     def p(self, which: str, q: float) -> float:
         """Percentile *q* of ``from_source`` or ``from_write`` (milliseconds)."""
@@ -140,27 +159,34 @@ def _samples(
 async def measure_latency(
     server: ServerProcess,
     session: aiohttp.ClientSession,
-    capture: str,
     chunks: int,
     *,
     streams: int,
     pace_ms: float,
     config: StreamConfig = LIVE,
 ) -> LatencyResult:
-    """Run *streams* live streams of *capture* at once, one event per *pace_ms* each."""
+    """Run *streams* live streams of *chunks* chunks at once, one event per *pace_ms* each."""
     await _reset(session, server)
 
     async def one(number: int) -> _Stream:
         stream_id = f"lat{number}"
         url = server.url(
-            capture, "event", pace_ms=pace_ms, phase_ms=pace_ms * number / streams, stream_id=stream_id
+            stream_capture(chunks, number),
+            "event",
+            pace_ms=pace_ms,
+            phase_ms=pace_ms * number / streams,
+            stream_id=stream_id,
         )
         timeline = Timeline()
-        job = rxcord_job(session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number))
+        job = rxcord_job(
+            session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number)
+        )
         await run_stream(job, timeline=timeline, nonce_prefix="bench")
         return _Stream(stream_id, timeline, time.monotonic() - timeline.now())
 
+    c0, w0 = time.process_time(), time.perf_counter()
     done = await asyncio.gather(*(one(number) for number in range(streams)))
+    c1, w1 = time.process_time(), time.perf_counter()
     writes = await _writes(session, server)
     from_source: list[float] = []
     from_write: list[float] = []
@@ -174,7 +200,9 @@ async def measure_latency(
         from_source += source
         from_write += write
         excluded += skipped
-    return LatencyResult(streams, pace_ms, chunks, from_source, from_write, excluded, unmatched)
+    return LatencyResult(
+        streams, pace_ms, chunks, from_source, from_write, excluded, unmatched, c1 - c0, w1 - w0
+    )
 
 
 # -- figure 4 ---------------------------------------------------------------------------------------------
@@ -258,7 +286,6 @@ class LagResult:
 async def measure_lag(
     server: ServerProcess,
     session: aiohttp.ClientSession,
-    capture: str,
     chunks: int,
     *,
     streams: int,
@@ -274,9 +301,15 @@ async def measure_lag(
         stream_id = f"lag{number}"
         adapter = adapters[stream_id] = _StampedAdapter()
         url = server.url(
-            capture, "event", pace_ms=pace_ms, phase_ms=pace_ms * number / streams, stream_id=stream_id
+            stream_capture(chunks, number),
+            "event",
+            pace_ms=pace_ms,
+            phase_ms=pace_ms * number / streams,
+            stream_id=stream_id,
         )
-        job = rxcord_job(session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number))
+        job = rxcord_job(
+            session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number)
+        )
         job = attrs.evolve(job, adapter=adapter)
         return await run_stream(job, nonce_prefix="bench")
 
@@ -291,3 +324,46 @@ async def measure_lag(
         lag += [(seen - sent) * 1000 for seen, sent in zip(adapter.stamps[1:], written[1:], strict=False)]
     completed = sum(1 for result in results if result.status.value == "completed")
     return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, completed)
+
+
+async def measure_lag_floor(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    chunks: int,
+    *,
+    streams: int,
+    rate: float,
+) -> LagResult:
+    """Figure 4's baseline: the same streams read by aiohttp, split and decoded with orjson, nothing else."""
+    await _reset(session, server)
+    pace_ms = 1000.0 / rate
+    stamps: dict[str, list[float]] = {}
+
+    async def one(number: int) -> bool:
+        stream_id = f"floor{number}"
+        seen = stamps[stream_id] = []
+        url = server.url(
+            stream_capture(chunks, number),
+            "event",
+            pace_ms=pace_ms,
+            phase_ms=pace_ms * number / streams,
+            stream_id=stream_id,
+        )
+        splitter = Splitter()
+        async with session.post(f"{url}/chat/completions", json=REQUEST_BODY) as response:
+            async for piece in response.content.iter_any():
+                for data in splitter.feed(piece):
+                    if data != b"[DONE]":
+                        orjson.loads(data)
+                        seen.append(time.monotonic())
+        return len(seen) == chunks
+
+    c0, w0 = time.process_time(), time.perf_counter()
+    done = await asyncio.gather(*(one(number) for number in range(streams)))
+    c1, w1 = time.process_time(), time.perf_counter()
+    writes = await _writes(session, server)
+    lag: list[float] = []
+    for stream_id, seen in stamps.items():
+        written = writes.get(stream_id, [])
+        lag += [(at - sent) * 1000 for at, sent in zip(seen[1:], written[1:], strict=False)]
+    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, sum(done))

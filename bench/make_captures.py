@@ -44,14 +44,104 @@ _HEAD: dict[str, Any] = {
     "system_fingerprint": "fp_0000bench",
 }
 
-_WORDS = (
-    "the stream buffer chunk answer model token delta message channel reply latency server client "
-    "parser event window bucket limit request response value text code block list item order state "
-    "flush segment queue round trip cost memory table column row python async await loop task timer "
-    "and or but so then while when because which that this with from into over under after before "
-    "fast slow small large simple exact safe clear short long first last next every each some many "
-    "is are was be keeps holds sends reads writes splits joins waits returns yields counts measures"
-).split()
+_WORDS = [
+    "the",
+    "stream",
+    "buffer",
+    "chunk",
+    "answer",
+    "model",
+    "token",
+    "delta",
+    "message",
+    "channel",
+    "reply",
+    "latency",
+    "server",
+    "client",
+    "parser",
+    "event",
+    "window",
+    "bucket",
+    "limit",
+    "request",
+    "response",
+    "value",
+    "text",
+    "code",
+    "block",
+    "list",
+    "item",
+    "order",
+    "state",
+    "flush",
+    "segment",
+    "queue",
+    "round",
+    "trip",
+    "cost",
+    "memory",
+    "table",
+    "column",
+    "row",
+    "python",
+    "async",
+    "await",
+    "loop",
+    "task",
+    "timer",
+    "and",
+    "or",
+    "but",
+    "so",
+    "then",
+    "while",
+    "when",
+    "because",
+    "which",
+    "that",
+    "this",
+    "with",
+    "from",
+    "into",
+    "over",
+    "under",
+    "after",
+    "before",
+    "fast",
+    "slow",
+    "small",
+    "large",
+    "simple",
+    "exact",
+    "safe",
+    "clear",
+    "short",
+    "long",
+    "first",
+    "last",
+    "next",
+    "every",
+    "each",
+    "some",
+    "many",
+    "is",
+    "are",
+    "was",
+    "be",
+    "keeps",
+    "holds",
+    "sends",
+    "reads",
+    "writes",
+    "splits",
+    "joins",
+    "waits",
+    "returns",
+    "yields",
+    "counts",
+    "measures",
+]
 _UNICODE = (
     "naïve",
     "café",
@@ -98,7 +188,10 @@ def _paragraph(rng: random.Random) -> str:
 
 
 def _code_block(rng: random.Random) -> str:
-    lines = ["```python", f"def {rng.choice(_IDENTS).split('.')[0].strip('[]i')}_{rng.randint(0, 99)}(values, window):"]
+    lines = [
+        "```python",
+        f"def {rng.choice(_IDENTS).split('.')[0].strip('[]i')}_{rng.randint(0, 99)}(values, window):",
+    ]
     depth = 1
     for _ in range(rng.randint(4, 14)):
         indent = "    " * depth
@@ -110,7 +203,8 @@ def _code_block(rng: random.Random) -> str:
             depth -= 1
             lines.append(f"{'    ' * depth}total = 0.0")
         else:
-            lines.append(f"{indent}{rng.choice(_IDENTS).replace('.', '_')} = {rng.choice(_IDENTS)} + {rng.randint(1, 9)}")
+            target = rng.choice(_IDENTS).replace(".", "_")
+            lines.append(f"{indent}{target} = {rng.choice(_IDENTS)} + {rng.randint(1, 9)}")
     lines.append("    return total")
     lines.append("```")
     return "\n".join(lines)
@@ -169,18 +263,26 @@ class CaptureSpec:
 
     chunks: int
     reasoning: bool = False
-    seed: int = 7
+    variant: int = 0
+    """Another text of the same shape (live figures give each stream its own, so paragraph
+    breaks do not fall on the same chunk in every stream at once)."""
+
+    @property
+    def seed(self) -> int:
+        """The text's random seed."""
+        return 7 + self.variant
 
     @property
     def name(self) -> str:
         """The file name."""
-        return capture_name(self.chunks, reasoning=self.reasoning)
+        return capture_name(self.chunks, reasoning=self.reasoning, variant=self.variant)
 
 
-def capture_name(chunks: int, *, reasoning: bool = False) -> str:
-    """``plain-1k.sse``, ``reasoning-100k.sse``, ``plain-250.sse``."""
+def capture_name(chunks: int, *, reasoning: bool = False, variant: int = 0) -> str:
+    """``plain-1k.sse``, ``reasoning-100k.sse``, ``plain-250.sse``, ``plain-500-v3.sse``."""
     size = f"{chunks // 1000}k" if chunks % 1000 == 0 else str(chunks)
-    return f"{'reasoning' if reasoning else 'plain'}-{size}.sse"
+    suffix = f"-v{variant}" if variant else ""
+    return f"{'reasoning' if reasoning else 'plain'}-{size}{suffix}.sse"
 
 
 def make_capture(spec: CaptureSpec) -> bytes:

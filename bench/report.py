@@ -10,10 +10,11 @@ from pathlib import Path
 
 import attrs
 
-from bench import cost
+from bench import cost as costs
 from bench.discord import DeliveryResult
 from bench.live import LagResult, LatencyResult
 from bench.stages import LOGIC_03_07, StageTimes
+from bench.stats import percentile
 
 NOTES = Path(__file__).resolve().parent / "notes.md"
 """Hand-written analysis appended to ``RESULTS.md`` (profile, optimizations, misses)."""
@@ -70,7 +71,7 @@ class Report:
 
     # -- figures -------------------------------------------------------------------------------------------
 
-    def cost(self, result: cost.CostResult, *, headline: bool) -> None:
+    def cost(self, result: costs.CostResult, *, headline: bool) -> None:
         """Figure 1 for one capture and write mode."""
         runs = result.runs
         lines = [
@@ -80,10 +81,10 @@ class Report:
             "| contender | CPU µs/chunk | wall µs/chunk | chain is |",
             "| --- | ---: | ---: | ---: |",
         ]
-        chain = runs[cost.CHAIN].cpu.median
+        chain = runs[costs.CHAIN].cpu.median
         for name, data in runs.items():
             relation = ""
-            if name != cost.CHAIN:
+            if name != costs.CHAIN:
                 factor = data.cpu.median / chain
                 relation = f"{1 / factor:.1f}x its cost" if factor < 1 else f"{factor:.1f}x faster"
             lines.append(f"| {name} | {data.cpu.show()} | {data.wall.median:.2f} | {relation} |")
@@ -91,27 +92,33 @@ class Report:
         if not headline:
             return
         self.chain_e2e = chain
-        self.transport_floor = runs[cost.TRANSPORT_FLOOR].cpu.median
+        self.transport_floor = runs[costs.TRANSPORT_FLOOR].cpu.median
         label = f"1 ({result.capture}, {result.mode})"
         self.rows += [
-            Row(label, "chain CPU per chunk", runs[cost.CHAIN].cpu.show(unit=" µs")),
-            Row(label, "floor (a) CPU per chunk", runs[cost.FLOOR].cpu.show(unit=" µs")),
+            Row(label, "chain CPU per chunk", runs[costs.CHAIN].cpu.show(unit=" µs")),
+            Row(label, "floor (a) CPU per chunk", runs[costs.FLOOR].cpu.show(unit=" µs")),
             Row(
                 label,
                 "chain / floor (a)",
-                f"{result.ratio(cost.CHAIN, cost.FLOOR):.1f}x",
+                f"{result.ratio(costs.CHAIN, costs.FLOOR):.1f}x",
                 "<= 6x",
-                result.ratio(cost.CHAIN, cost.FLOOR) <= 6,
+                result.ratio(costs.CHAIN, costs.FLOOR) <= 6,
             ),
-            Row(label, "chain / transport floor (b)", f"{result.ratio(cost.CHAIN, cost.TRANSPORT_FLOOR):.1f}x"),
+            Row(
+                label,
+                "chain / transport floor (b)",
+                f"{result.ratio(costs.CHAIN, costs.TRANSPORT_FLOOR):.1f}x",
+            ),
         ]
-        if cost.SDK in runs:
-            speedup = result.ratio(cost.SDK, cost.CHAIN)
-            self.rows.append(Row(label, "OpenAI SDK / chain", f"{speedup:.1f}x faster", ">= 5x", speedup >= 5))
+        if costs.SDK in runs:
+            speedup = result.ratio(costs.SDK, costs.CHAIN)
+            self.rows.append(
+                Row(label, "OpenAI SDK / chain", f"{speedup:.1f}x faster", ">= 5x", speedup >= 5)
+            )
         else:
             self.rows.append(Row(label, "OpenAI SDK / chain", "openai not installed", ">= 5x"))
 
-    def flat(self, by_size: dict[int, cost.CostResult]) -> None:
+    def flat(self, by_size: dict[int, costs.CostResult]) -> None:
         """Figure 2: per-chunk cost across sizes."""
         sizes = sorted(by_size)
         small, large = by_size[sizes[0]], by_size[sizes[-1]]
@@ -123,36 +130,37 @@ class Report:
         ]
         for size in sizes:
             runs = by_size[size].runs
-            lines.append(f"| {size:,} | {runs[cost.CHAIN].cpu.show()} | {runs[cost.FLOOR].cpu.show()} |")
+            lines.append(f"| {size:,} | {runs[costs.CHAIN].cpu.show()} | {runs[costs.FLOOR].cpu.show()} |")
         self.sections.append("\n".join(lines))
-        ratio = large.runs[cost.CHAIN].cpu.median / small.runs[cost.CHAIN].cpu.median
+        ratio = large.runs[costs.CHAIN].cpu.median / small.runs[costs.CHAIN].cpu.median
         self.rows.append(
             Row(
                 "2",
                 f"chain per chunk at {sizes[-1]:,} / at {sizes[0]:,}",
-                f"{ratio:.2f}x ({_us(large.runs[cost.CHAIN].cpu.median)} / "
-                f"{_us(small.runs[cost.CHAIN].cpu.median)})",
+                f"{ratio:.2f}x ({_us(large.runs[costs.CHAIN].cpu.median)} / "
+                f"{_us(small.runs[costs.CHAIN].cpu.median)})",
                 "<= 1.2x",
                 ratio <= 1.2,
             )
         )
 
-    def memory(self, result: cost.MemoryResult) -> None:
+    def memory(self, result: costs.MemoryResult) -> None:
         """Figure 2: peak memory."""
         peaks = result.peaks
         floor_name = "floor keeping the answer (b')"
-        ratio = peaks[cost.CHAIN] / peaks[floor_name]
+        ratio = peaks[costs.CHAIN] / peaks[floor_name]
         self.rows.append(
             Row(
                 "2",
                 f"peak memory, {result.capture}: chain / floor (b')",
-                f"{ratio:.2f}x ({_mb(peaks[cost.CHAIN])} / {_mb(peaks[floor_name])})",
+                f"{ratio:.2f}x ({_mb(peaks[costs.CHAIN])} / {_mb(peaks[floor_name])})",
                 "<= 1.5x",
                 ratio <= 1.5,
             )
         )
         lines = [
-            f"Peak memory of one stream of {result.capture} (tracemalloc, bytes allocated during the stream):",
+            f"Peak memory of one stream of {result.capture} "
+            "(tracemalloc: the most bytes allocated at once during the stream):",
             "",
             "| contender | peak |",
             "| --- | ---: |",
@@ -160,10 +168,11 @@ class Report:
         lines += [f"| {name} | {_mb(peak)} |" for name, peak in peaks.items()]
         self.sections.append("\n".join(lines))
 
-    def latency(self, result: LatencyResult) -> None:
-        """Figure 3 for one number of streams."""
-        label = f"3 ({result.streams} stream{'s' if result.streams > 1 else ''})"
-        big = result.streams > 1
+    def latency(self, result: LatencyResult, *, checked: bool) -> None:
+        """Figure 3 for one scenario (*checked*: compared with the target)."""
+        rate = 1000 / result.pace_ms
+        label = f"3 ({result.streams} stream{'s' if result.streams > 1 else ''} x {rate:g}/s)"
+        big = checked
         self.rows += [
             Row(
                 label,
@@ -182,23 +191,25 @@ class Report:
         ]
         self.sections.append(
             f"Live latency, {result.streams} stream(s) of {result.chunks:,} chunks at one event per "
-            f"{result.pace_ms:g} ms: {len(result.from_source_ms):,} segments measured, "
+            f"{result.pace_ms:g} ms (client CPU {result.cpu_share * 100:.0f}% of one core): "
+            f"{len(result.from_source_ms):,} segments measured, "
             f"{result.excluded} released by the idle timer or the stream's end (not counted), "
-            f"{result.unmatched} stream(s) unpaired. From source emission: p50 {_ms(result.p('source', 50))}, "
+            f"{result.unmatched} stream(s) unpaired. "
+            f"From source emission: p50 {_ms(result.p('source', 50))}, "
             f"p90 {_ms(result.p('source', 90))}, p99 {_ms(result.p('source', 99))}, max "
             f"{_ms(result.p('source', 100))}. From the server's write: p50 {_ms(result.p('write', 50))}, "
             f"p90 {_ms(result.p('write', 90))}, p99 {_ms(result.p('write', 99))}, max "
             f"{_ms(result.p('write', 100))}."
         )
 
-    def lag(self, result: LagResult) -> None:
-        """Figure 4."""
-        from bench.stats import percentile
-
+    def lag(self, result: LagResult, floor: LagResult | None = None) -> None:
+        """Figure 4 (and the transport floor under the same load)."""
         p50, p99, top = (percentile(result.lag_ms, q) for q in (50, 99, 100))
         label = f"4 ({result.streams} streams x {result.rate:g}/s)"
         self.rows += [
-            Row(label, "lag p50 / p99 / max", f"{_ms(p50)} / {_ms(p99)} / {_ms(top)}", "p99 < 50 ms", p99 < 50),
+            Row(
+                label, "lag p50 / p99 / max", f"{_ms(p50)} / {_ms(p99)} / {_ms(top)}", "p99 < 50 ms", p99 < 50
+            ),
             Row(
                 label,
                 "streams completed",
@@ -219,6 +230,22 @@ class Report:
             f"client CPU {result.cpu_seconds:.1f} s over {result.wall_seconds:.1f} s "
             f"({result.cpu_seconds / result.wall_seconds * 100:.0f}% of one core)."
         )
+        if floor is not None:
+            f50, f99 = (percentile(floor.lag_ms, q) for q in (50, 99))
+            self.rows.append(
+                Row(
+                    label,
+                    "transport floor (b) at the same load: CPU, lag p99",
+                    f"{floor.cpu_seconds / floor.wall_seconds * 100:.0f}% of a core "
+                    f"({_us(floor.cpu_per_chunk_us)} per chunk), {_ms(f99)}",
+                )
+            )
+            self.sections.append(
+                f"The transport floor (aiohttp + SSE split + orjson, nothing kept) under the same load: "
+                f"client CPU {floor.cpu_seconds:.1f} s over {floor.wall_seconds:.1f} s "
+                f"({floor.cpu_seconds / floor.wall_seconds * 100:.0f}% of one core, "
+                f"{_us(floor.cpu_per_chunk_us)} per chunk), lag p50 {_ms(f50)}, p99 {_ms(f99)}."
+            )
 
     def delivery(self, result: DeliveryResult, *, headline: bool = True) -> None:
         """Figure 5 for one scenario."""
@@ -244,7 +271,9 @@ class Report:
         self.sections.append(
             f"{result.name}: {result.channels} channel(s) x {result.per_channel} messages in "
             f"{result.seconds:.2f} s against a bound of {result.bound:.2f} s ({result.ratio:.3f}x), "
-            f"{result.rate_limited} 429 response(s), duplicates {result.duplicates}, missing {result.missing}, "
+            f"{result.rate_limited} 429 response(s) ({result.global_rate_limited} global), "
+            f"duplicates {result.duplicates}, "
+            f"missing {result.missing}, "
             f"in order: {'yes' if result.delivered_once_in_order else 'no'}."
         )
 
@@ -277,7 +306,9 @@ class Report:
         """The summary as a plain-text table."""
         headers = ("figure", "measure", "value", "target", "met")
         body = [(row.figure, row.measure, row.value, row.target, row.verdict) for row in self.rows]
-        widths = [max(len(h), *(len(line[i]) for line in body)) if body else len(h) for i, h in enumerate(headers)]
+        widths = [
+            max(len(h), *(len(line[i]) for line in body)) if body else len(h) for i, h in enumerate(headers)
+        ]
         out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
         out.append("  ".join("-" * w for w in widths))
         out += ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in body]
@@ -287,7 +318,8 @@ class Report:
         """``RESULTS.md``."""
         env = "\n".join(f"- {key}: {value}" for key, value in self.env.items())
         rows = "\n".join(
-            f"| {row.figure} | {row.measure} | {row.value} | {row.target} | {row.verdict} |" for row in self.rows
+            f"| {row.figure} | {row.measure} | {row.value} | {row.target} | {row.verdict} |"
+            for row in self.rows
         )
         details = "\n\n".join(self.sections)
         notes = NOTES.read_text(encoding="utf-8") if NOTES.exists() else ""

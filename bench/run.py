@@ -54,9 +54,8 @@ class Config:
     sizes: tuple[int, int, int]
     """Figure 2's small, middle and large streams."""
     memory_size: int
-    latency_streams: tuple[int, int]
-    latency_chunks: int
-    latency_pace_ms: float
+    latency: tuple[tuple[int, int, float, bool], ...]
+    """Figure 3's scenarios: (streams, chunks per stream, ms between events, checked against the target)."""
     lag_streams: int
     lag_rate: float
     lag_chunks: int
@@ -74,9 +73,7 @@ class Config:
             headline=10_000,
             sizes=(1_000, 10_000, 100_000),
             memory_size=100_000,
-            latency_streams=(1, 200),
-            latency_chunks=1_500,
-            latency_pace_ms=20.0,
+            latency=((1, 2_000, 5.0, False), (200, 500, 20.0, True), (200, 500, 50.0, False)),
             lag_streams=500,
             lag_rate=50.0,
             lag_chunks=500,
@@ -95,23 +92,26 @@ class Config:
             headline=200,
             sizes=(100, 200, 400),
             memory_size=400,
-            latency_streams=(1, 5),
-            latency_chunks=100,
-            latency_pace_ms=5.0,
+            latency=((1, 100, 5.0, False), (5, 100, 5.0, True)),
             lag_streams=10,
             lag_rate=200.0,
             lag_chunks=100,
             one_channel=8,
             channels=4,
-            per_channel=3,
+            per_channel=8,
             emulator=EmulatorConfig(channel_window=0.2, global_window=0.1),
             stage_size=200,
         )
 
     def specs(self) -> list[CaptureSpec]:
-        sizes = {self.headline, *self.sizes, self.memory_size, self.latency_chunks, self.lag_chunks}
-        sizes.add(self.stage_size)
-        return [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
+        sizes = {self.headline, *self.sizes, self.memory_size, self.stage_size}
+        specs = [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
+        live_sizes = {self.lag_chunks, *(chunks for _, chunks, _, _ in self.latency)}
+        variants = min(live.VARIANTS, max(self.lag_streams, *(streams for streams, _, _, _ in self.latency)))
+        specs += [
+            CaptureSpec(size, variant=variant) for size in sorted(live_sizes) for variant in range(variants)
+        ]
+        return specs
 
 
 def _version(name: str) -> str:
@@ -159,30 +159,30 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
         if 3 in only or 4 in only:
             async with live.live_session() as session:
                 if 3 in only:
-                    for streams in config.latency_streams:
-                        report.progress(f"figure 3: {streams} live stream(s)")
-                        report.latency(
-                            await live.measure_latency(
-                                server,
-                                session,
-                                capture_name(config.latency_chunks),
-                                config.latency_chunks,
-                                streams=streams,
-                                pace_ms=config.latency_pace_ms,
-                            )
+                    for streams, chunks, pace_ms, checked in config.latency:
+                        report.progress(f"figure 3: {streams} live stream(s), one event per {pace_ms:g} ms")
+                        result = await live.measure_latency(
+                            server, session, chunks, streams=streams, pace_ms=pace_ms
                         )
+                        report.latency(result, checked=checked)
                 if 4 in only:
                     report.progress(f"figure 4: {config.lag_streams} streams at {config.lag_rate:g} chunks/s")
-                    report.lag(
-                        await live.measure_lag(
-                            server,
-                            session,
-                            capture_name(config.lag_chunks),
-                            config.lag_chunks,
-                            streams=config.lag_streams,
-                            rate=config.lag_rate,
-                        )
+                    chain = await live.measure_lag(
+                        server,
+                        session,
+                        config.lag_chunks,
+                        streams=config.lag_streams,
+                        rate=config.lag_rate,
                     )
+                    report.progress("figure 4: the transport floor at the same load")
+                    floor = await live.measure_lag_floor(
+                        server,
+                        session,
+                        config.lag_chunks,
+                        streams=config.lag_streams,
+                        rate=config.lag_rate,
+                    )
+                    report.lag(chain, floor)
     if 5 in only:
         report.progress(f"figure 5: {config.one_channel} messages to one channel")
         report.delivery(
@@ -243,6 +243,33 @@ async def _stages(config: Config, captures: Path, report: Report) -> None:
     report.stages(await stages.time_stages(pieces, runs=max(3, config.runs)))
 
 
+async def profile(config: Config, captures: Path) -> int:
+    """Profile three streams of the headline capture through the whole chain (pyinstrument)."""
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        print("pyinstrument is not installed (pip install pyinstrument)", file=sys.stderr)
+        return 2
+    from bench.clients import rxcord_chain
+
+    ensure_captures(captures, [CaptureSpec(config.headline)])
+    out = captures / "profile.txt"
+    with ServerProcess(captures) as server:
+        async with aiohttp.ClientSession() as session:
+            url = server.url(capture_name(config.headline), "random")
+            await rxcord_chain(session, url)
+            profiler = Profiler(interval=0.0002, async_mode="disabled")
+            profiler.start()
+            for _ in range(3):
+                await rxcord_chain(session, url)
+            profiler.stop()
+    text = profiler.output_text(unicode=False, color=False, show_all=False)
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="rxcord's benchmark suite")
     parser.add_argument("--quick", action="store_true", help="tiny captures and a fast emulator (seconds)")
@@ -250,11 +277,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--captures", default=str(HERE / ".captures"), help="where captures are generated")
     parser.add_argument("--out", default=None, help="results file (default bench/RESULTS.md; quick: none)")
     parser.add_argument("--only", default="1,2,3,4,5", help="figures to run, e.g. 1,2")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile the chain on the 10k capture with pyinstrument (to <captures>/profile.txt) and stop",
+    )
     args = parser.parse_args(argv)
     runs = args.runs or (2 if args.quick else 7)
     config = Config.fast(runs) if args.quick else Config.full(runs)
     only = {int(part) for part in args.only.split(",") if part.strip()}
     out = Path(args.out) if args.out else (None if args.quick else HERE / "RESULTS.md")
+    if args.profile:
+        return asyncio.run(profile(config, Path(args.captures)))
     report = Report(environment(), quick=args.quick, runs=runs)
     started = time.perf_counter()
     asyncio.run(run(config, Path(args.captures), report, only))

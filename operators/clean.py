@@ -65,6 +65,12 @@ _SUSPECT: Final = re.compile(
 )
 """Characters ``clean_text`` may remove: C0/C1 controls (``\\t`` and ``\\n`` excluded), zero-width and
 bidi-control characters, soft hyphen, BOM, interlinear annotation and tag characters."""
+_SUSPECT_BUT_JOINERS: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u180e\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069"
+    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+"""``_SUSPECT`` without ZWNJ and ZWJ, which are judged by their neighbours."""
+_JOINERS: Final = re.compile("[\u200c\u200d]")
 _FLAG_TAGS: Final = re.compile(_BLACK_FLAG + "[\U000e0020-\U000e007e]+\U000e007f")
 """A subdivision flag (England, Scotland, Wales): its tag characters are visible content."""
 
@@ -103,13 +109,22 @@ def _strip_invisible(text: str) -> str:
     if not _SUSPECT.search(text):
         return text
     flags = {i for m in _FLAG_TAGS.finditer(text) for i in range(m.start() + 1, m.end())}
-    first = "".join(
-        char for i, char in enumerate(text) if char in (_ZWJ, _ZWNJ) or i in flags or not _SUSPECT.match(char)
-    )
+    if flags:
+        first = "".join(
+            char
+            for i, char in enumerate(text)
+            if char in (_ZWJ, _ZWNJ) or i in flags or not _SUSPECT.match(char)
+        )
+    else:
+        first = _SUSPECT_BUT_JOINERS.sub("", text)
+    if _ZWJ not in first and _ZWNJ not in first:
+        return first
+
     # Joiners are judged against their neighbours after everything else is gone, so one pass is final.
-    return "".join(
-        char for i, char in enumerate(first) if char not in (_ZWJ, _ZWNJ) or _keep_joiner(first, i)
-    )
+    def judged(match: re.Match[str]) -> str:
+        return match.group() if _keep_joiner(first, match.start()) else ""
+
+    return _JOINERS.sub(judged, first)
 
 
 def _strip_reasoning(text: str) -> str:
@@ -178,20 +193,11 @@ def _clean_once(text: str, persona_name: str | None, at_start: bool) -> str:
         masked = _strip_prefixes(masked, persona_name)
     if not restore:
         return masked
-    out: list[str] = []
-    after_code = False
-    for char in masked:
-        code = restore.get(char)
-        if code is None:
-            out.append(char)
-            after_code = False
-            continue
-        if after_code:
-            # Code spans never touch in the input; touching now, their backtick runs would merge.
-            out.append(" ")
-        out.append(code)
-        after_code = True
-    return "".join(out)
+    # Code spans never touch in the input; touching now, their backtick runs would merge:
+    # a space goes between two placeholders left side by side, then each becomes its code.
+    held = "".join(marks)
+    touching = re.compile(f"(?<=[{held}])(?=[{held}])")
+    return touching.sub(" ", masked).translate({ord(mark): code for mark, code in restore.items()})
 
 
 def clean_text(text: str, *, persona_name: str | None = None, at_start: bool = True) -> str:

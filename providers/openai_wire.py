@@ -116,6 +116,9 @@ from providers.usage import from_openai
 
 _log = logger.bind(stage="03-normalize")
 
+_NO_THOUGHTS: Final[list[ThoughtLogEntry]] = []
+"""What ``_reasoning`` returns for a delta without reasoning fields (shared: never modified)."""
+
 _RESEND_MIN: Final = 16
 """A resent-content delta must be at least this long to be dropped."""
 
@@ -618,6 +621,8 @@ class ChatCompletionsNormalizer:
         return False
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:
+        if "reasoning_details" not in delta and "reasoning" not in delta and "reasoning_content" not in delta:
+            return _NO_THOUGHTS  # the common answer delta: nothing below would find anything
         entries: list[ThoughtLogEntry] = []
         details_text = False
         details = delta.get("reasoning_details")

@@ -49,7 +49,7 @@ class SseParser:
     """Feed bytes with ``feed``; call ``close`` at end of body."""
 
     max_line_bytes: int = _DEFAULT_MAX_LINE
-    _partial: bytearray = attrs.field(factory=bytearray, init=False)
+    _partial: bytes = attrs.field(default=b"", init=False)
     _skip_lf: bool = attrs.field(default=False, init=False)
     _at_start: bool = attrs.field(default=True, init=False)
     _data: list[bytes] = attrs.field(factory=list, init=False)
@@ -82,9 +82,8 @@ class SseParser:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         if self._partial:
-            self._partial += chunk
-            buf = bytes(self._partial)
-            self._partial.clear()
+            buf = self._partial + chunk
+            self._partial = b""
         else:
             buf = chunk
         if self._at_start:
@@ -104,12 +103,12 @@ class SseParser:
             tail = blocks.pop()
             for block in blocks:
                 if (
-                    block[:5] == b"data:"
+                    block.startswith(b"data:")
                     and not self._has_data
                     and self._event is None
                     and b"\n" not in block
                 ):
-                    out.append((block[6:] if block[5:6] == b" " else block[5:], None, self._id))
+                    out.append((block[6:] if block.startswith(b" ", 5) else block[5:], None, self._id))
                     continue
                 for raw in block.split(b"\n"):
                     line(raw, out)
@@ -141,8 +140,7 @@ class SseParser:
         """``close`` as ``(data, event, id)`` tuples (data as UTF-8 bytes)."""
         out: list[tuple[bytes, str | None, str | None]] = []
         if self._partial:
-            tail = bytes(self._partial)
-            self._partial.clear()
+            tail, self._partial = self._partial, b""
             self._line(tail, out)
         self._dispatch(out)
         return out
