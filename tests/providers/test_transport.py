@@ -383,7 +383,9 @@ async def test_empty_stream_is_a_retryable_error() -> None:
 
 async def test_truncated_event_at_end_of_body() -> None:
     """A body cut off mid-event keeps the text before it and reports the truncation."""
-    body = _delta("Partial ").encode() + b'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": "cut'
+    body = (
+        _delta("Partial ").encode() + b'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": "cut'
+    )
     async with ReplayServer(body=body) as server:
         chunks, _ = await _run(server)
     assert _texts(chunks) == ["Partial "]
