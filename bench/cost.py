@@ -10,7 +10,14 @@ the other core. Wall time per chunk is kept too.
 
 from __future__ import annotations
 
-__all__ = ("ContenderRuns", "CostResult", "MemoryResult", "measure_cost", "measure_memory")
+__all__ = (
+    "ContenderRuns",
+    "CostResult",
+    "MemoryResult",
+    "measure_cost",
+    "measure_memory",
+    "measure_sizes",
+)
 
 import gc
 import time
@@ -113,6 +120,53 @@ async def measure_cost(
         runs={name: ContenderRuns(spread(cpu[name]), spread(wall[name])) for name in names},
         content_chars=next(iter(content.values()), -1),
     )
+
+
+async def measure_sizes(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    captures: dict[int, str],
+    *,
+    runs: int,
+    warmup: int = 1,
+) -> dict[int, CostResult]:
+    """Figure 2: the chain (and the floor) on captures of several sizes, interleaved round by round.
+
+    Each round runs every size once, so a slow spell of the machine falls on all sizes alike.
+    """
+    sizes = sorted(captures)
+    cpu: dict[int, dict[str, list[float]]] = {size: {FLOOR: [], CHAIN: []} for size in sizes}
+    wall: dict[int, dict[str, list[float]]] = {size: {FLOOR: [], CHAIN: []} for size in sizes}
+    pieces = {size: split_random((server.captures / captures[size]).read_bytes()) for size in sizes}
+    content: dict[int, int] = {}
+    for round_ in range(warmup + runs):
+        order = sizes[round_ % len(sizes) :] + sizes[: round_ % len(sizes)]
+        for size in order:
+            url = server.url(captures[size], "random")
+            for name in (FLOOR, CHAIN):
+                gc.collect()
+                c0, w0 = time.process_time(), time.perf_counter()
+                if name == FLOOR:
+                    clients.floor_bytes(pieces[size])
+                else:
+                    content[size] = (await clients.rxcord_chain(session, url)).content
+                c1, w1 = time.process_time(), time.perf_counter()
+                if round_ >= warmup:
+                    cpu[size][name].append((c1 - c0) / size * 1e6)
+                    wall[size][name].append((w1 - w0) / size * 1e6)
+    return {
+        size: CostResult(
+            capture=captures[size],
+            mode="random",
+            chunks=size,
+            runs={
+                name: ContenderRuns(spread(cpu[size][name]), spread(wall[size][name]))
+                for name in (FLOOR, CHAIN)
+            },
+            content_chars=content[size],
+        )
+        for size in sizes
+    }
 
 
 @attrs.frozen

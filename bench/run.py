@@ -223,14 +223,10 @@ async def _figures_1_2(
                 result = await cost.measure_cost(server, session, sdk, name, mode, headline, runs=config.runs)
                 report.cost(result, headline=not reasoning and mode == "random")
     if 2 in only:
-        by_size: dict[int, cost.CostResult] = {}
-        for size in config.sizes:
-            name = capture_name(size)
-            report.progress(f"figure 2: {name}")
-            runs = config.runs if size <= headline else max(3, config.runs // 2)
-            by_size[size] = await cost.measure_cost(
-                server, session, None, name, "random", size, runs=runs, contenders=(cost.FLOOR, cost.CHAIN)
-            )
+        report.progress(f"figure 2: {', '.join(capture_name(size) for size in config.sizes)}, interleaved")
+        by_size = await cost.measure_sizes(
+            server, session, {size: capture_name(size) for size in config.sizes}, runs=config.runs
+        )
         report.flat(by_size)
         report.progress(f"figure 2: peak memory, {capture_name(config.memory_size)}")
         report.memory(await cost.measure_memory(server, session, capture_name(config.memory_size)))

@@ -7,7 +7,7 @@
       -> idle_timeout -> stop_gate (take_until stops)      stage 04   operators/idle_timeout.py,
                                                                       operators/stop_gate.py
       -> accumulate (scan: StreamState)                    stage 04   operators/accumulate.py
-      -> publish: states  ──────────────────────────┐
+      -> fan out: states  ──────────────────────────┐
                   states -> flush (Segment)          │     stage 05   operators/flush.py
                          -> clean                    │     stage 06   operators/clean.py
                          -> typing_heartbeat         │     stage 04   operators/typing_heartbeat.py
@@ -33,7 +33,7 @@ from typing import TypeVar
 
 import reactivex
 from reactivex import Observable, abc
-from reactivex import operators as ops
+from reactivex.disposable import CompositeDisposable, Disposable
 
 from operators.accumulate import accumulate
 from operators.clean import clean
@@ -114,6 +114,82 @@ def _identity(source: Observable[_T]) -> Observable[_T]:
     return source
 
 
+def _fan_out(branch: Operator[StreamState, Delivery]) -> Operator[StreamState, StreamState | Delivery]:
+    """Each state to the result, then through *branch*; the states and the deliveries as one stream.
+
+    What ``publish`` + ``merge(states, states.pipe(branch))`` do, without a subject and a
+    merge lock per state: the result sees each state before the deliveries it causes, the
+    stream completes when the states and the branch have both completed, the first error
+    ends it, and disposing it disposes the branch, then the source.
+    """
+
+    def _op(source: Observable[StreamState]) -> Observable[StreamState | Delivery]:
+        def subscribe(
+            observer: abc.ObserverBase[StreamState | Delivery], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            fan = _Fan(observer)
+            entry: Observable[StreamState] = Observable(fan.attach)
+            branch_subscription = entry.pipe(branch).subscribe(
+                fan.on_delivery, fan.on_error, fan.on_branch_completed, scheduler=scheduler
+            )
+            source_subscription = source.subscribe(
+                fan.on_next, fan.on_error, fan.on_completed, scheduler=scheduler
+            )
+            return CompositeDisposable(branch_subscription, source_subscription)
+
+        return Observable(subscribe)
+
+    return _op
+
+
+class _Fan:
+    """Per-subscription state of ``_fan_out``."""
+
+    __slots__ = ("branch", "branch_done", "finished", "observer", "states_done")
+
+    def __init__(self, observer: abc.ObserverBase[StreamState | Delivery]) -> None:
+        self.observer = observer
+        self.branch: abc.ObserverBase[StreamState] | None = None
+        self.states_done = False
+        self.branch_done = False
+        self.finished = False
+
+    def attach(
+        self, observer: abc.ObserverBase[StreamState], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        # The branch's head: what the source sends after the result has seen it.
+        self.branch = observer
+        return Disposable()
+
+    def on_next(self, state: StreamState) -> None:
+        self.observer.on_next(state)
+        if self.branch is not None:
+            self.branch.on_next(state)
+
+    def on_delivery(self, delivery: Delivery) -> None:
+        self.observer.on_next(delivery)
+
+    def on_error(self, error: Exception) -> None:
+        if not self.finished:
+            self.finished = True
+            self.observer.on_error(error)
+
+    def on_completed(self) -> None:
+        self.states_done = True
+        if self.branch is not None:
+            self.branch.on_completed()
+        self._maybe_done()
+
+    def on_branch_completed(self) -> None:
+        self.branch_done = True
+        self._maybe_done()
+
+    def _maybe_done(self) -> None:
+        if self.states_done and self.branch_done and not self.finished:
+            self.finished = True
+            self.observer.on_completed()
+
+
 def build_chain(
     source: Observable[RawStreamChunk],
     *,
@@ -146,13 +222,6 @@ def build_chain(
         A cold observable emitting exactly one ``StreamResult``.
     """
     branch = delivery_branch(config, send, stop_sink, timeline, describe)
-
-    def fan_out(states: Observable[StreamState]) -> Observable[StreamState | Delivery]:
-        # States are subscribed first, so the result sees each state before the deliveries it causes.
-        deliveries: Observable[StreamState | Delivery] = states.pipe(branch)
-        own: Observable[StreamState | Delivery] = states
-        return reactivex.merge(own, deliveries)
-
     if timeline is not None:
         source = source.pipe(timeline.raw_tap())
     routed = source.pipe(routing(normalizer, config, stops, stop_sink, timeline))
@@ -160,5 +229,5 @@ def build_chain(
         routed = routed.pipe(tap)
     if timeline is not None:
         routed = routed.pipe(timeline.state_tap(stops))
-    result = routed.pipe(ops.publish(fan_out), collect_result(stops, provider=provider))
+    result = routed.pipe(_fan_out(branch), collect_result(stops, provider=provider))
     return result.pipe(timeline.result_tap()) if timeline is not None else result

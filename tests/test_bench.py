@@ -1,0 +1,139 @@
+"""The benchmark suite runs (quick mode, tiny captures); its helpers are right. No timing assertions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.discord import lower_bound
+from bench.make_captures import CaptureSpec, capture_name, make_capture
+from bench.server import split_events, split_random
+from bench.stats import percentile
+from providers.sse import SseParser
+from providers.transport import _event_chunk
+from sinks.emulator import EmulatorConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _events(body: bytes) -> list[dict[str, object]]:
+    parser = SseParser()
+    events = parser.feed(body) + parser.close()
+    return [json.loads(event.data) for event in events if event.data != "[DONE]"]
+
+
+def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
+    """``python -m bench --quick`` completes, prints every figure's row and writes the Markdown file."""
+    out = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--runs",
+            "1",
+            "--captures",
+            str(tmp_path),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "figure" in done.stdout and "measure" in done.stdout and "target" in done.stdout
+    for figure in ("1 (", "2 ", "3 (", "4 (", "5 ("):
+        assert f"\n{figure}" in done.stdout, f"no row for figure {figure!r}"
+    text = out.read_text(encoding="utf-8")
+    assert "## Figures" in text and "nproc" in text and "| chain / floor (a) |" in text
+
+
+def test_capture_has_the_requested_chunks_and_shape() -> None:
+    """A capture of N chunks is N JSON events then [DONE]: role, deltas of 1-6 code points, finish, usage."""
+    body = make_capture(CaptureSpec(200))
+    chunks = _events(body)
+    assert len(chunks) == 200 and body.endswith(b"data: [DONE]\n\n")
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks[1:-2]]  # type: ignore[index]
+    assert all(1 <= len(delta["content"]) <= 6 for delta in deltas)
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"  # type: ignore[index]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]
+    assert b"```python" in body.replace(b"\\n", b"\n") or any("`" in delta["content"] for delta in deltas)
+
+
+def test_reasoning_capture_starts_with_30_percent_reasoning() -> None:
+    """The reasoning variant streams its first 30% of deltas as reasoning_content, then content."""
+    chunks = _events(make_capture(CaptureSpec(1000, reasoning=True)))
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks[1:-2]]  # type: ignore[index]
+    thinking = [delta for delta in deltas if delta.get("reasoning_content")]
+    assert len(thinking) == int(997 * 0.3)
+    assert deltas.index(thinking[-1]) == len(thinking) - 1
+
+
+def test_capture_names() -> None:
+    """Sizes in thousands are written with k."""
+    assert capture_name(100_000) == "plain-100k.sse"
+    assert capture_name(250, reasoning=True) == "reasoning-250.sse"
+
+
+def test_server_pieces_rebuild_the_body() -> None:
+    """Random pieces and per-event pieces both join back to the exact body."""
+    body = make_capture(CaptureSpec(50))
+    assert b"".join(split_random(body)) == body
+    events = split_events(body)
+    assert b"".join(events) == body and len(events) == 51
+
+
+def test_lower_bound_of_sliding_windows() -> None:
+    """100 messages to a 5/5 s channel: 95 s; 500 messages at 50/s global: 9 s."""
+    config = EmulatorConfig()
+    assert lower_bound(config, 1, 100) == 95.0
+    assert lower_bound(config, 50, 10) == 9.0
+
+
+def test_percentile_nearest_rank() -> None:
+    """Nearest-rank percentiles."""
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0
+    assert percentile([1.0, 2.0], 99) == 2.0
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300)
+@given(_json_values, st.booleans())
+def test_transport_decodes_like_the_standard_library(value: object, ascii_only: bool) -> None:
+    """The transport's fast decoder returns what json.loads returns (big integers and NaN included)."""
+    data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    expected = json.loads(data.decode("utf-8", errors="replace"))
+    assert repr(_event_chunk("p", data, None).data) == repr(expected)
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=40))
+def test_transport_rejects_what_the_standard_library_rejects(data: bytes) -> None:
+    """Bytes json.loads cannot read become a malformed_response error chunk, never a guess."""
+    text = data.decode("utf-8", errors="replace")
+    try:
+        expected: object = json.loads(text)
+    except ValueError:
+        chunk = _event_chunk("p", data, None)
+        assert chunk.error is not None and chunk.error.code == "malformed_response"
+        return
+    assert repr(_event_chunk("p", data, None).data) == repr(expected)
