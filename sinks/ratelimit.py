@@ -265,18 +265,26 @@ class Slot:
         while True:
             limiter.check_invalid_budget()
             now = limiter.now()
-            delay = max(
-                limiter.global_paused_until - now,
-                limiter.meter_delay(now),
-                self._bucket.delay(now),
-            )
-            if delay <= _EPSILON:
+            delay = max(limiter.global_paused_until - now, self._bucket.delay(now))
+            if delay > _EPSILON:
+                await self._sleep(delay)
+                continue
+            # The bucket allows a request: reserve the next global meter token at once, so
+            # requests pass the meter in the order their buckets became ready (first come,
+            # first served) instead of racing for each freed token, which starves some
+            # channels and leaves a slow tail when many channels share the global limit.
+            delay = limiter.meter_reserve(now) - now
+            if delay > _EPSILON:
+                await self._sleep(delay)
+            if limiter.global_paused_until - limiter.now() <= _EPSILON:
                 break
-            if limiter.on_wait is not None:
-                limiter.on_wait(self._route, delay)
-            await limiter.sleep(delay)
-        limiter.meter_take(now)
-        self._bucket.on_send(now)
+        self._bucket.on_send(limiter.now())
+
+    async def _sleep(self, delay: float) -> None:
+        limiter = self._limiter
+        if limiter.on_wait is not None:
+            limiter.on_wait(self._route, delay)
+        await limiter.sleep(delay)
 
     def update(self, status: int, headers: Mapping[str, str], body: Any) -> RateLimited | None:
         """Learn from one response; for a 429, block as Discord asks and return the verdict.
@@ -428,6 +436,13 @@ class RateLimiter:
         """Spend one global meter token (leaky bucket: push the arrival time one interval forward)."""
         if self._meter_interval:
             self._global_tat = max(self._global_tat, now) + self._meter_interval
+
+    def meter_reserve(self, now: float) -> float:
+        """Reserve the next global meter token; return the clock time at which it may be used."""
+        # Through meter_delay/meter_take, so a subclass's meter (the Redis fallback) applies too.
+        delay = self.meter_delay(now)
+        self.meter_take(now)
+        return now + max(delay, 0.0)
 
     # -- learning from responses -----------------------------------------
 
