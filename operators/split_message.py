@@ -83,10 +83,17 @@ def split_message(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
     body = text.strip()
     if not body:
         return []
+    if len(body) <= limit and not _MAY_NEED_REPAIR.search(body):
+        # Fits, and holds no fence or block quote that could need closing: nothing to cut
+        # (the common case of a live segment; skips scanning the whole text).
+        return [body]
     scanner = MarkdownScanner()
     scanner.feed(body)
     scanner.finish()
     return _Splitter(body, limit, scanner).split()
+
+
+_MAY_NEED_REPAIR: Final = re.compile(r"```|~~~|>>>")
 
 
 def _skip_space(text: str, i: int) -> int:

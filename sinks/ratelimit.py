@@ -19,9 +19,10 @@ respects all three (``/work/shared/reference/discord-delivery-facts.md`` §1):
    the route simply points at the new hash from then on.
 2. **The global limit**: 50 requests per second per bot across every route.
    Neither discord.py nor hikari meter it; they wait only after a global 429.
-   This module does both: a small proactive meter (default 45 per second, a
+   This module does both: a small proactive meter (default 48 per second, a
    margin under Discord's 50 that absorbs network jitter, because Discord
-   counts arrival times while we can only count send times) and a gate that
+   counts arrival times while we can only count send times; tokens are
+   reserved first come, first served, so no channel starves) and a gate that
    closes for ``retry_after`` seconds after a 429 whose body says
    ``"global": true`` (or whose scope header says ``global``).
 3. **The invalid request limit**: 10,000 responses with status 401, 403 or 429
@@ -89,6 +90,7 @@ order is kept.
 from __future__ import annotations
 
 __all__ = (
+    "DEFAULT_GLOBAL_METER",
     "InvalidRequestLimitError",
     "RateLimitError",
     "RateLimited",
@@ -304,6 +306,10 @@ class Slot:
         return verdict
 
 
+DEFAULT_GLOBAL_METER: Final = 48
+"""Requests per second the proactive global meter allows by default (Discord's limit is 50)."""
+
+
 class RateLimiter:
     """Bucket-aware Discord rate limiter shared by every request of one bot token (see module docstring).
 
@@ -341,7 +347,7 @@ class RateLimiter:
         *,
         clock: Clock | None = None,
         sleep: Sleep | None = None,
-        global_limit: int | None = 45,
+        global_limit: int | None = DEFAULT_GLOBAL_METER,
         global_period: float = 1.0,
         max_invalid: int = 1000,
         invalid_window: float = 600.0,

@@ -100,7 +100,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from sinks.ratelimit import Clock, RateLimited, RateLimiter, Route, Sleep, Slot
+from sinks.ratelimit import DEFAULT_GLOBAL_METER, Clock, RateLimited, RateLimiter, Route, Sleep, Slot
 
 _log = logger.bind(stage="07-ratelimit-redis")
 
@@ -447,7 +447,7 @@ class RedisRateLimiter(RateLimiter):
         client: aioredis.Redis | None = None,
         clock: Clock | None = None,
         sleep: Sleep | None = None,
-        global_limit: int | None = 45,
+        global_limit: int | None = DEFAULT_GLOBAL_METER,
         global_period: float = 1.0,
         max_invalid: int = 1000,
         invalid_window: float = 600.0,

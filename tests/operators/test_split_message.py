@@ -318,3 +318,17 @@ def test_whitespace_dropped_only_at_cuts() -> None:
     body = text.strip()
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert body[end:start].isspace()
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from([*"ab \n\t\xa0.,`~>-#*_|", "<@123456789012345678>", "https://x.y/z "]), max_size=200
+    )
+)
+def test_text_that_fits_is_one_stripped_message(parts: list[str]) -> None:
+    """A text that fits and holds no fence or block quote comes back whole (stripped), never cut."""
+    text = "".join(parts)
+    if "```" in text or "~~~" in text or ">>>" in text:
+        return
+    assert split_message(text) == ([text.strip()] if text.strip() else [])
