@@ -21,8 +21,8 @@ respects all three (``/work/shared/reference/discord-delivery-facts.md`` §1):
    Neither discord.py nor hikari meter it; they wait only after a global 429.
    This module does both: a small proactive meter (default 48 per second, a
    margin under Discord's 50 that absorbs network jitter, because Discord
-   counts arrival times while we can only count send times; tokens are
-   reserved first come, first served, so no channel starves) and a gate that
+   counts arrival times while we can only count send times; requests queue
+   for it first come, first served, so no channel starves) and a gate that
    closes for ``retry_after`` seconds after a 429 whose body says
    ``"global": true`` (or whose scope header says ``global``).
 3. **The invalid request limit**: 10,000 responses with status 401, 403 or 429
@@ -271,15 +271,18 @@ class Slot:
             if delay > _EPSILON:
                 await self._sleep(delay)
                 continue
-            # The bucket allows a request: reserve the next global meter token at once, so
-            # requests pass the meter in the order their buckets became ready (first come,
-            # first served) instead of racing for each freed token, which starves some
-            # channels and leaves a slow tail when many channels share the global limit.
-            delay = limiter.meter_reserve(now) - now
-            if delay > _EPSILON:
-                await self._sleep(delay)
-            if limiter.global_paused_until - limiter.now() <= _EPSILON:
-                break
+            # The bucket allows a request: queue for the global meter. The gate is a FIFO
+            # lock, so requests pass the meter in the order their buckets became ready
+            # instead of racing for each freed token (racing starves some channels and
+            # leaves a slow tail when many channels share the global limit); the token is
+            # taken at the actual send time, so late wake-ups never bunch requests up.
+            async with limiter.meter_gate():
+                while (delay := limiter.meter_delay(limiter.now())) > _EPSILON:
+                    await self._sleep(delay)
+                if limiter.global_paused_until - limiter.now() > _EPSILON:
+                    continue
+                limiter.meter_take(limiter.now())
+            break
         self._bucket.on_send(limiter.now())
 
     async def _sleep(self, delay: float) -> None:
@@ -337,6 +340,7 @@ class RateLimiter:
         "_max_invalid",
         "_max_retry_after",
         "_meter_interval",
+        "_meter_lock",
         "_sleep",
         "_sliding",
         "on_wait",
@@ -360,6 +364,7 @@ class RateLimiter:
         self._meter_interval = global_period / global_limit if global_limit else 0.0
         self._global_period = global_period
         self._global_tat = -math.inf
+        self._meter_lock: asyncio.Lock | None = None
         self._global_paused_until = -math.inf
         self._max_invalid = max_invalid
         self._invalid_window = invalid_window
@@ -443,12 +448,11 @@ class RateLimiter:
         if self._meter_interval:
             self._global_tat = max(self._global_tat, now) + self._meter_interval
 
-    def meter_reserve(self, now: float) -> float:
-        """Reserve the next global meter token; return the clock time at which it may be used."""
-        # Through meter_delay/meter_take, so a subclass's meter (the Redis fallback) applies too.
-        delay = self.meter_delay(now)
-        self.meter_take(now)
-        return now + max(delay, 0.0)
+    def meter_gate(self) -> asyncio.Lock:
+        """The FIFO gate in front of the global meter (created on first use, on the running loop)."""
+        if self._meter_lock is None:
+            self._meter_lock = asyncio.Lock()
+        return self._meter_lock
 
     # -- learning from responses -----------------------------------------
 
