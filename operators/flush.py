@@ -546,6 +546,15 @@ _DISCARD: Final = frozenset(
 """Statuses that drop the buffer: a follow-up interrupt, a kill, and every internal stop."""
 
 
+def _push_all(flusher: Flusher, parts: list[str]) -> list[Segment]:
+    """Push the kept deltas as one text (aggregated mode); empties *parts*."""
+    if not parts:
+        return []
+    text = "".join(parts)
+    parts.clear()
+    return flusher.push(text)
+
+
 def flush(
     config: StreamConfig,
     stops: abc.ObserverBase[StopSignal] | None = None,
@@ -597,6 +606,7 @@ def flush(
             if live and scheduler is None:
                 raise ValueError("flush() in live mode needs a subscribe-time scheduler")
             flusher = Flusher(config)
+            pending: list[str] = []
             ended = False
             discarded = False
             signalled = False
@@ -634,12 +644,21 @@ def flush(
                     stop_timer()
                     flusher.discard()
                     return
-                segments = flusher.push(state.delta) if state.delta else []
-                if status is StreamStatus.STREAMING:
-                    if timer is not None and state.delta:
-                        timer.poke()
-                    emit(segments)
-                    return
+                if not live:
+                    # Aggregated mode releases nothing before the end, and the flusher's output
+                    # is the same for any chunking: keep the deltas and scan the text once.
+                    if state.delta:
+                        pending.append(state.delta)
+                    if status is StreamStatus.STREAMING:
+                        return
+                    segments = _push_all(flusher, pending)
+                else:
+                    segments = flusher.push(state.delta) if state.delta else []
+                    if status is StreamStatus.STREAMING:
+                        if timer is not None and state.delta:
+                            timer.poke()
+                        emit(segments)
+                        return
                 # Mark the end before emitting, so a re-entrant state is ignored.
                 ended = True
                 stop_timer()
@@ -660,7 +679,7 @@ def flush(
                 if not ended:
                     ended = True
                     stop_timer()
-                    emit(flusher.flush(final=True))
+                    emit(_push_all(flusher, pending) + flusher.flush(final=True))
                 observer.on_completed()
 
             subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)

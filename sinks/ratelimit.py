@@ -321,6 +321,9 @@ class RateLimiter:
         sleep: Awaitable sleep; defaults to ``asyncio.sleep``. Tests inject a fake that advances ``clock``.
         global_limit: Requests per ``global_period`` the proactive meter allows; ``None`` disables it.
         global_period: The meter's window in seconds.
+        global_burst: Requests the meter lets through at once from idle (default: three
+            quarters of ``global_limit``). Less than the limit, so Discord's side keeps
+            headroom for requests that arrive bunched by network or event-loop jitter.
         max_invalid: Invalid responses (401, 403, non-shared 429) tolerated in ``invalid_window``.
         invalid_window: The rolling window of the invalid request count (Discord: 10 minutes).
         max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
@@ -341,6 +344,7 @@ class RateLimiter:
         "_max_retry_after",
         "_meter_interval",
         "_meter_lock",
+        "_meter_tolerance",
         "_sleep",
         "_sliding",
         "on_wait",
@@ -353,6 +357,7 @@ class RateLimiter:
         sleep: Sleep | None = None,
         global_limit: int | None = DEFAULT_GLOBAL_METER,
         global_period: float = 1.0,
+        global_burst: int | None = None,
         max_invalid: int = 1000,
         invalid_window: float = 600.0,
         max_retry_after: float = 60.0,
@@ -362,6 +367,8 @@ class RateLimiter:
         self._clock: Clock = clock or _loop_time
         self._sleep: Sleep = sleep or asyncio.sleep
         self._meter_interval = global_period / global_limit if global_limit else 0.0
+        burst = max(1, global_burst if global_burst is not None else (global_limit or 0) * 3 // 4)
+        self._meter_tolerance = (burst - 1) * self._meter_interval
         self._global_period = global_period
         self._global_tat = -math.inf
         self._meter_lock: asyncio.Lock | None = None
@@ -441,7 +448,7 @@ class RateLimiter:
         if not self._meter_interval:
             return 0.0
         tat = max(self._global_tat, now)
-        return tat + self._meter_interval - self._global_period - now
+        return tat - self._meter_tolerance - now
 
     def meter_take(self, now: float) -> None:
         """Spend one global meter token (leaky bucket: push the arrival time one interval forward)."""

@@ -232,12 +232,23 @@ async def test_one_bucket_keeps_fifo_order() -> None:
 
 
 async def test_global_meter_paces_bursts() -> None:
-    """The proactive global meter allows a burst of ``global_limit`` and then one per interval."""
+    """The proactive global meter allows a burst of ``global_burst`` and then one per interval."""
     time = FakeTime()
-    limiter = RateLimiter(clock=time.clock, sleep=time.sleep, global_limit=2, global_period=1.0)
+    limiter = RateLimiter(
+        clock=time.clock, sleep=time.sleep, global_limit=2, global_period=1.0, global_burst=2
+    )
     for channel in ("1", "2", "3", "4"):
         await _send(limiter, Route("POST", CREATE, (channel,)))
     assert time.sleeps == [0.5, 0.5]
+
+
+async def test_global_meter_default_burst_is_three_quarters() -> None:
+    """By default the meter's burst keeps a quarter of the limit as headroom for bunched arrivals."""
+    time = FakeTime()
+    limiter = RateLimiter(clock=time.clock, sleep=time.sleep, global_limit=8, global_period=1.0)
+    for channel in range(8):
+        await _send(limiter, Route("POST", CREATE, (str(channel),)))
+    assert time.sleeps == [0.125, 0.125]  # 6 at once, then one per 1/8 s
 
 
 def test_webhook_major_hides_the_token() -> None:

@@ -88,7 +88,8 @@ async def test_redis_limiters_share_the_global_limit(redis_url: str, sinks_for: 
     config = EmulatorConfig(global_limit=20, channel_limit=50, channel_window=1.0)
     async with DiscordEmulator(config) as emulator:
         limiters: list[RateLimiter] = [
-            RedisRateLimiter(redis_url, namespace=namespace, global_limit=18) for _ in range(4)
+            RedisRateLimiter(redis_url, namespace=namespace, global_limit=18, redis_timeout=5.0)
+            for _ in range(4)
         ]
         sinks = sinks_for(emulator.base_url, limiters)
         plan = [(_channel(10 * i + j), f"p{i}s{j}", 5) for i in range(4) for j in range(2)]
@@ -124,7 +125,10 @@ async def test_redis_limiters_share_a_bucket(redis_url: str, sinks_for: Any) -> 
     namespace = _namespace()
     config = EmulatorConfig(channel_limit=5, channel_window=0.5)
     async with DiscordEmulator(config) as emulator:
-        limiters: list[RateLimiter] = [RedisRateLimiter(redis_url, namespace=namespace) for _ in range(4)]
+        # A generous Redis timeout: a loaded CI machine must not trigger the (separately tested) fallback.
+        limiters: list[RateLimiter] = [
+            RedisRateLimiter(redis_url, namespace=namespace, redis_timeout=5.0) for _ in range(4)
+        ]
         sinks = sinks_for(emulator.base_url, limiters)
         plan = [(_channel(1), f"p{i}", 5) for i in range(4)]
         await asyncio.gather(*(_stream(sinks[int(tag[1])], ch, tag, n) for ch, tag, n in plan))
@@ -139,7 +143,8 @@ async def test_redis_429_blocks_every_process(redis_url: str, sinks_for: Any, sc
     fault = Fault("rate_limit", route=ROUTE_CREATE, major=_channel(1), retry_after=0.4, scope=scope)
     async with DiscordEmulator(EmulatorConfig(fault_plan=[fault])) as emulator:
         first, second = sinks_for(
-            emulator.base_url, [RedisRateLimiter(redis_url, namespace=namespace) for _ in range(2)]
+            emulator.base_url,
+            [RedisRateLimiter(redis_url, namespace=namespace, redis_timeout=5.0) for _ in range(2)],
         )
         blocked = asyncio.ensure_future(_stream(first, _channel(1), "a", 1))
         while emulator.counters.rate_limited == 0:
@@ -298,7 +303,9 @@ async def test_redis_processes_never_exceed_the_global_limit(redis_url: str) -> 
 
 async def _worker(spec: dict[str, Any]) -> None:
     """One bot process of the multi-process test: waits for "go", runs its streams, reports stats."""
-    limiter = RedisRateLimiter(spec["redis_url"], namespace=spec["namespace"], global_limit=36)
+    limiter = RedisRateLimiter(
+        spec["redis_url"], namespace=spec["namespace"], global_limit=36, redis_timeout=5.0
+    )
     index = spec["index"]
     async with RestSink(spec["base_url"], TOKEN, limiter=limiter) as sink:
         print("ready", flush=True)
