@@ -3,7 +3,7 @@
 Stage 07 talks to Discord over HTTP; testing it against the real service is
 slow, rate limited and needs a bot. This aiohttp application answers the
 routes rxcord (and discord.py/hikari pointed at it) use, the way Discord does
-as far as ``/work/shared/reference/discord-delivery-facts.md`` documents it:
+as far as the project's Discord delivery facts (``shared/reference/discord-delivery-facts.md``) documents it:
 validation errors with their JSON codes and nested ``errors`` trees,
 rate-limit headers on every limited response, 429 bodies, ``enforce_nonce``
 deduplication, replies, webhooks. It binds to 127.0.0.1 only by default and

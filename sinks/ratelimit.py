@@ -3,7 +3,7 @@
 What is the theory behind this implementation?
 ----------------------------------------------
 Discord limits a bot in three independent layers, and a well-behaved client
-respects all three (``/work/shared/reference/discord-delivery-facts.md`` §1):
+respects all three (the project's Discord delivery facts (``shared/reference/discord-delivery-facts.md``) §1):
 
 1. **Per-route buckets.** Each route (``METHOD /template``) belongs to a bucket
    whose opaque id arrives in ``X-RateLimit-Bucket``. The counter that really

@@ -5,7 +5,7 @@ where HTTP becomes rxcord's vocabulary: above it nothing sees an aiohttp
 exception or a status code, only ``SentMessage`` values and the
 ``pipeline.errors`` tree (``discord_error`` is the one mapping).
 
-Policy, from ``/work/shared/reference/discord-delivery-facts.md`` §6 and §9:
+Policy, from the project's Discord delivery facts (``shared/reference/discord-delivery-facts.md``) §6 and §9:
 
 * **429** is the rate limiter's business (``sinks.ratelimit``): it waits what
   Discord asks and the request is retried, holding the bucket so order holds.
