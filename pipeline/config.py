@@ -48,9 +48,9 @@ class StreamConfig:
     """Refresh Discord's typing indicator this often while nothing has been sent (it lasts 10 s)."""
     message_limit: int = DISCORD_MESSAGE_LIMIT
     """Maximum code points per Discord message."""
-    max_messages: int = 40
+    max_messages: int = 100
     """Per-turn cap on messages sent; reaching it stops the stream with ``send_message_limit``."""
-    max_flushes: int = 200
+    max_flushes: int = 1000
     """Per-turn cap on flushes; reaching it stops the stream with ``flush_limit``."""
     suppress_user_errors: bool = False
     """Never show the error embed (the caller reports errors itself)."""
