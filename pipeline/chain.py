@@ -61,6 +61,10 @@ from pipeline.types import (
 _T = TypeVar("_T")
 
 Send = Callable[[Segment | TypingPulse], Observable[Delivery]]
+Merge = Callable[[Segment | TypingPulse, Segment | TypingPulse], Segment | TypingPulse | None]
+
+# deliver() is generic; pinned to this chain's items here, where mypy cannot infer them.
+_deliver: Callable[[Send, Merge | None], Operator[Segment | TypingPulse, Delivery]] = deliver
 
 
 def routing(
@@ -89,8 +93,10 @@ def delivery_branch(
     config: StreamConfig,
     send: Send,
     stop_sink: abc.ObserverBase[StopSignal] | None = None,
+    *,
     timeline: Timeline | None = None,
     describe: Callable[[ProviderError], str] | None = None,
+    merge: Merge | None = None,
 ) -> Operator[StreamState, Delivery]:
     """Stages 05-07: states to Discord deliveries (*timeline* records the segments of 05 and 06)."""
     if timeline is not None:
@@ -100,13 +106,13 @@ def delivery_branch(
             clean(config),
             timeline.segment_tap(CLEAN),
             typing_heartbeat(config.typing_interval),
-            deliver(send),
+            _deliver(send, merge),
         )
     return reactivex.compose(
         flush(config, stop_sink, describe),
         clean(config),
         typing_heartbeat(config.typing_interval),
-        deliver(send),
+        _deliver(send, merge),
     )
 
 
@@ -202,6 +208,7 @@ def build_chain(
     tap: Operator[StreamState, StreamState] | None = None,
     timeline: Timeline | None = None,
     describe: Callable[[ProviderError], str] | None = None,
+    merge: Merge | None = None,
 ) -> Observable[StreamResult]:
     """Compose the whole chain for one stream.
 
@@ -217,11 +224,12 @@ def build_chain(
         timeline: Records what each stage does and when (``pipeline.timeline``); without it
             no recording operator is added at all.
         describe: The provider's error description function (the error embed's text).
+        merge: Coalesces segments that queued behind a Discord send in flight (live delivery).
 
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
     """
-    branch = delivery_branch(config, send, stop_sink, timeline, describe)
+    branch = delivery_branch(config, send, stop_sink, timeline=timeline, describe=describe, merge=merge)
     if timeline is not None:
         source = source.pipe(timeline.raw_tap())
     routed = source.pipe(routing(normalizer, config, stops, stop_sink, timeline))

@@ -40,7 +40,7 @@ from pipeline.config import StreamConfig, StreamContext
 from pipeline.errors import DiscordStopError
 from pipeline.state import Delivery, Segment, SentMessage, TypingPulse
 from pipeline.timeline import DELIVERY, Timeline
-from pipeline.types import SegmentKind, StopKind, StopSignal
+from pipeline.types import DeliveryMode, SegmentKind, StopKind, StopSignal
 from sinks.base import DiscordSink
 
 _log = logger.bind(stage="07-delivery")
@@ -83,6 +83,30 @@ class DiscordDelivery:
         steps = self._steps(item)
         return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(self, item)))
 
+    @property
+    def coalesces(self) -> bool:
+        """Whether queued text may be merged (live delivery without split or pacing modifiers)."""
+        render = self.config.render
+        modifiers = render.sentence_splitting or render.punctuation_splits or render.paced_messages
+        return self.config.delivery is DeliveryMode.LIVE and not modifiers
+
+    def merge(
+        self, first: Segment | TypingPulse, second: Segment | TypingPulse
+    ) -> Segment | TypingPulse | None:
+        """Coalesce two items that queued behind a send in flight (``operators.deliver``).
+
+        Adjacent text segments become one (stage 07 then splits it into as few messages as
+        the limit allows); a queued typing pulse is dropped (the next message ends typing
+        anyway). Anything else stays apart.
+        """
+        if isinstance(second, TypingPulse):
+            return first
+        if isinstance(first, TypingPulse):
+            return second
+        if first.kind is SegmentKind.TEXT and second.kind is SegmentKind.TEXT:
+            return Segment(kind=SegmentKind.TEXT, text=first.text + second.text, final=second.final)
+        return None
+
     def payloads(self, segment: Segment) -> list[dict[str, Any]]:
         """The message payloads for *segment* (pure planning; no I/O)."""
         if segment.kind is SegmentKind.ERROR_EMBED:
@@ -97,7 +121,7 @@ class DiscordDelivery:
 
     def _steps(self, segment: Segment) -> list[Observable[SentMessage | None]]:
         steps: list[Observable[SentMessage | None]] = []
-        paced = self.config.render.paced_messages and self.config.delivery.value == "live"
+        paced = self.config.render.paced_messages and self.config.delivery is DeliveryMode.LIVE
         for index, payload in enumerate(self.payloads(segment)):
             if paced and (self.delivered > 0 or index > 0):
                 steps.append(self._pause(len(payload.get("content", ""))))

@@ -84,6 +84,7 @@ def build_stream(
         send=delivery.send,
         provider=job.adapter.name,
         describe=job.adapter.describe_error,
+        merge=delivery.merge if delivery.coalesces else None,
         tap=tap(stops) if tap is not None else None,
         timeline=timeline,
     )

@@ -192,3 +192,42 @@ def test_user_stop_is_not_overridden_by_delivery_stop() -> None:
     builder.add(_state(1, "a", StreamStatus.STOPPED_BY_USER))
     builder.add(Delivery(stopped=StopKind.MISSING_ACCESS))
     assert builder.build().status is StreamStatus.STOPPED_BY_USER
+
+
+def _join(a: str, b: str) -> str | None:
+    return None if "!" in a + b else a + b
+
+
+def test_marble_deliver_coalesces_items_queued_behind_a_send() -> None:
+    """Items that arrive while a send is in flight are merged before the next send; order is kept."""
+    with marbles() as m:
+
+        def slower(name: str) -> Observable[Delivery]:
+            return m.cold("----x|", {"x": Delivery(segment=Segment(kind=SegmentKind.TEXT, text=name))})
+
+        source = m.cold("-a-b-c------|")
+        "                0123456789012"
+        results = m.start(source.pipe(deliver(slower, _join), ops.map(_text)))
+        # a is sent 201-206; b (203) and c (205) queue meanwhile and go out as one send.
+        assert results == m.exp("-----a----x-|", {"a": "a", "x": "bc"})
+
+
+def test_deliver_merge_refusal_keeps_items_apart() -> None:
+    """A merge that refuses (None) leaves the items as separate sends, in order."""
+    with marbles() as m:
+        source = m.cold("-a-b-!----------|")
+        results = m.start(source.pipe(deliver(_slow_send(m), _join), ops.map(_text)))
+        assert [r.value.value for r in results if r.value.kind == "N"] == ["a", "b", "!"]
+
+
+def test_deliver_many_synchronous_sends_do_not_recurse() -> None:
+    """Thousands of sends that complete synchronously are drained in a loop, not by recursion."""
+    sent: list[int] = []
+
+    def send(x: int) -> Observable[Delivery]:
+        sent.append(x)
+        return reactivex.empty()
+
+    done: list[bool] = []
+    reactivex.from_iterable(range(5000)).pipe(deliver(send)).subscribe(on_completed=lambda: done.append(True))
+    assert sent == list(range(5000)) and done == [True]
