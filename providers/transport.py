@@ -293,24 +293,8 @@ class _Pump:
                     yield batch
         except asyncio.CancelledError:
             raise
-        except SsrfRefusedError as exc:
-            yield [
-                RawStreamChunk(
-                    provider=name,
-                    error=ProviderError(
-                        type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
-                    ),
-                )
-            ]
-        except SseLineTooLong as exc:
-            yield [
-                RawStreamChunk(
-                    provider=name,
-                    error=ProviderError(
-                        type=ErrorType.API_ERROR, message=str(exc), retryable=False, original_error=exc
-                    ),
-                )
-            ]
+        except (SsrfRefusedError, SseLineTooLong) as exc:
+            yield [_error_chunk(name, str(exc), retryable=False, original=exc)]
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             yield [RawStreamChunk(provider=name, error=classify_exception(exc, provider=name))]
 
@@ -407,26 +391,32 @@ def _event_chunks(
     return batch, False
 
 
+def _error_chunk(
+    provider: str,
+    message: str,
+    *,
+    retryable: bool,
+    code: str | None = None,
+    data: object = None,
+    original: Exception | None = None,
+) -> RawStreamChunk:
+    """A chunk carrying a transport-level ``api_error`` (the adapter's ``rejection`` sees it)."""
+    error = ProviderError(
+        type=ErrorType.API_ERROR, message=message, retryable=retryable, code=code, original_error=original
+    )
+    return RawStreamChunk(provider=provider, error=error, data=data)
+
+
 def _truncated(provider: str, text: object) -> RawStreamChunk:
     # Like a connection reset mid-body: the provider may well succeed if asked again.
-    error = ProviderError(
-        type=ErrorType.API_ERROR,
-        message="the stream ended in the middle of an event (truncated body)",
-        retryable=True,
-        code="truncated_stream",
-    )
-    return RawStreamChunk(provider=provider, error=error, data=text)
+    message = "the stream ended in the middle of an event (truncated body)"
+    return _error_chunk(provider, message, retryable=True, code="truncated_stream", data=text)
 
 
 def _empty(provider: str) -> RawStreamChunk:
     # A 200 with no event at all is a failed answer, not an empty one: fallbacks may retry it.
-    error = ProviderError(
-        type=ErrorType.API_ERROR,
-        message="the provider sent an empty stream (no events)",
-        retryable=True,
-        code="empty_response",
-    )
-    return RawStreamChunk(provider=provider, error=error)
+    message = "the provider sent an empty stream (no events)"
+    return _error_chunk(provider, message, retryable=True, code="empty_response")
 
 
 def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChunk:
@@ -448,10 +438,7 @@ def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChun
 
 def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:
     # Broken JSON cannot be turned into text safely: a typed error instead of lost or garbled output.
-    error = ProviderError(
-        type=ErrorType.API_ERROR, message=message, retryable=False, code="malformed_response"
-    )
-    return RawStreamChunk(provider=provider, error=error, data=text[:2000])
+    return _error_chunk(provider, message, retryable=False, code="malformed_response", data=text[:2000])
 
 
 async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> str:
