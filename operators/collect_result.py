@@ -21,6 +21,7 @@ from reactivex import Observable, abc
 from reactivex import operators as ops
 
 from pipeline.state import Delivery, SentMessage, StreamResult, StreamState
+from pipeline.text_buffer import TextBuffer
 from pipeline.types import (
     ErrorType,
     FinishReason,
@@ -62,8 +63,9 @@ class ResultBuilder:
 
     provider: str = ""
     last: StreamState = attrs.field(factory=StreamState)
-    visible: list[str] = attrs.field(factory=list)
-    delivered: list[str] = attrs.field(factory=list)
+    visible: TextBuffer = attrs.field(factory=TextBuffer)
+    """Visible deltas, held compactly (a long stream's deltas are not all kept alive)."""
+    delivered: TextBuffer = attrs.field(factory=TextBuffer)
     thoughts: list[ThoughtLogEntry] = attrs.field(factory=list)
     details: list[str] = attrs.field(factory=list)
     calls: list[FunctionCall] = attrs.field(factory=list)
@@ -113,8 +115,8 @@ class ResultBuilder:
         reasoning = "".join(t.text for t in self.thoughts if t.kind in _TEXT_THOUGHTS)
         return StreamResult(
             status=status,
-            accumulated_text="".join(self.delivered),
-            visible_text="".join(self.visible),
+            accumulated_text=self.delivered.getvalue(),
+            visible_text=self.visible.getvalue(),
             reasoning=reasoning or None,
             thought_log=compile_thought_log(self.thoughts, state.serving_provider, self.provider),
             thoughts=tuple(self.thoughts),

@@ -78,7 +78,7 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable
 
-from operators.markdown_scan import Cut, Fence, Level, MarkdownScanner, TableSpan, render_table
+from operators.markdown_scan import Cut, Fence, Level, MarkdownScanner, NullCuts, TableSpan, render_table
 from operators.quiet_timer import QuietTimer
 from operators.reasoning_tags import (
     CLOSE_RE,
@@ -89,6 +89,7 @@ from operators.reasoning_tags import (
 )
 from pipeline.config import StreamConfig
 from pipeline.state import Segment, StreamState
+from pipeline.text_buffer import TextBuffer
 from pipeline.types import (
     DeliveryMode,
     ErrorType,
@@ -152,7 +153,8 @@ class Flusher:
     _mode: int = attrs.field(init=False, default=_VISIBLE)
     _block: list[str] = attrs.field(init=False, factory=list)
     _depth: int = attrs.field(init=False, default=0)
-    _pieces: list[str] = attrs.field(init=False, factory=list)
+    _pieces: TextBuffer = attrs.field(init=False, factory=TextBuffer)
+    """The visible text held (since ``_base``)."""
     _base: int = attrs.field(init=False, default=0)
     _fed: int = attrs.field(init=False, default=0)
     _reopen: str = attrs.field(init=False, default="")
@@ -167,6 +169,10 @@ class Flusher:
 
     def __attrs_post_init__(self) -> None:
         self._live = self.config.delivery is DeliveryMode.LIVE
+        if not self._live:
+            # Aggregated text is cut by stage 07 once, after cleaning: here only the fences,
+            # tables and code state matter, so no cut point is recorded.
+            self._scanner = MarkdownScanner(cuts=NullCuts())
 
     # -- public --------------------------------------------------------------------------------------------
 
@@ -230,7 +236,7 @@ class Flusher:
         self._closed = True
         self._carry = ""
         self._block = []
-        self._pieces = []
+        self._pieces = TextBuffer()
         self._side = []
         self._out = []
         self._tables = []
@@ -347,7 +353,6 @@ class Flusher:
             if scanner.tables:
                 self._tables.extend(scanner.tables)
                 scanner.tables.clear()
-            scanner.cuts.clear()
             return
         i, n = 0, len(text)
         while i < n:
@@ -412,13 +417,13 @@ class Flusher:
 
     def _release(self, upto: int, fence: Fence | None) -> None:
         """Release the held text up to *upto* as one TEXT segment (*fence*: the cut is inside it)."""
-        text = "".join(self._pieces)
+        text = self._pieces.getvalue()
         cut = upto - self._base
         piece, rest = text[:cut], text[cut:]
         piece = self._render_tables(piece, upto)
         quote = _QUOTE if self._quoted and not piece.startswith(">>>") else ""
         segment_text = quote + self._reopen + piece + (fence.close if fence is not None else "")
-        self._pieces = [rest] if rest else []
+        self._pieces = TextBuffer(rest)
         self._base = upto
         self._reopen = fence.reopen(self.config.message_limit) if fence is not None else ""
         quote_from = self._scanner.quote_from
@@ -546,11 +551,11 @@ _DISCARD: Final = frozenset(
 """Statuses that drop the buffer: a follow-up interrupt, a kill, and every internal stop."""
 
 
-def _push_all(flusher: Flusher, parts: list[str]) -> list[Segment]:
+def _push_all(flusher: Flusher, parts: TextBuffer) -> list[Segment]:
     """Push the kept deltas as one text (aggregated mode); empties *parts*."""
     if not parts:
         return []
-    text = "".join(parts)
+    text = parts.getvalue()
     parts.clear()
     return flusher.push(text)
 
@@ -606,7 +611,7 @@ def flush(
             if live and scheduler is None:
                 raise ValueError("flush() in live mode needs a subscribe-time scheduler")
             flusher = Flusher(config)
-            pending: list[str] = []
+            pending = TextBuffer()
             ended = False
             discarded = False
             signalled = False

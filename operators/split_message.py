@@ -57,6 +57,8 @@ from pipeline.config import DISCORD_MESSAGE_LIMIT
 
 _FENCE_RUN: Final = re.compile(r"`{3,}|~{3,}")
 
+_PARAGRAPH: Final = int(Level.PARAGRAPH)
+
 MIN_LIMIT: Final = 32
 """Smallest limit accepted: room for a fence close, a reopened fence, a ``>>> `` and some content."""
 
@@ -106,14 +108,13 @@ def _skip_space(text: str, i: int) -> int:
 class _Splitter:
     """One run of the greedy splitter over a scanned text."""
 
-    __slots__ = ("_body", "_cuts", "_ends", "_fence_starts", "_fences", "_limit", "_scanner", "_spans")
+    __slots__ = ("_body", "_cuts", "_fence_starts", "_fences", "_limit", "_scanner", "_spans")
 
     def __init__(self, body: str, limit: int, scanner: MarkdownScanner) -> None:
         self._body = body
         self._limit = limit
         self._scanner = scanner
         self._cuts = scanner.cuts
-        self._ends = [cut.end for cut in scanner.cuts]
         self._fences = scanner.fences
         self._fence_starts = [span.start for span in scanner.fences]
         self._spans = token_spans(body, scanner.fences)
@@ -149,26 +150,29 @@ class _Splitter:
 
     def _choose(self, start: int, budget: int) -> Cut | None:
         """The best cut point for a message whose text starts at *start*, or ``None``."""
-        cuts, ends = self._cuts, self._ends
+        cuts = self._cuts
+        ends, starts, levels, fences = cuts.ends, cuts.starts, cuts.levels, cuts.fences
         half = start + budget // 2
-        best: Cut | None = None
+        best = -1
         best_key = (0, False)
         j = bisect.bisect_right(ends, start + budget) - 1
         while j >= 0 and ends[j] > start:
-            cut = cuts[j]
+            k = j
             j -= 1
-            cost = cut.end - start + (len(cut.fence.close) if cut.fence is not None else 0)
-            if cost > budget or cut.start <= start or self._inside_token(cut.end, cut.start):
+            end, following = ends[k], starts[k]
+            fence = fences.get(k) if fences else None
+            cost = end - start + (len(fence.close) if fence is not None else 0)
+            if cost > budget or following <= start or self._inside_token(end, following):
                 continue
-            if cut.end < half:
+            if end < half:
                 # Nothing good enough in the upper half: the latest cut that fits.
-                return best if best is not None else cut
-            key = (int(cut.level), cut.fence is None)
-            if best is None or key > best_key:
-                best, best_key = cut, key
-                if key == (int(Level.PARAGRAPH), True):
+                return cuts[best if best >= 0 else k]
+            key = (levels[k], fence is None)
+            if best < 0 or key > best_key:
+                best, best_key = k, key
+                if key == (_PARAGRAPH, True):
                     break
-        return best
+        return cuts[best] if best >= 0 else None
 
     def _inside_token(self, end: int, start: int) -> bool:
         """Whether the text between *end* and *start* lies inside a token span."""

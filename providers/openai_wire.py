@@ -92,6 +92,7 @@ from operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper
 from operators.verbatim_tools import VerbatimToolParser
 from pipeline.errors import InputError
 from pipeline.request import ChatRequest, ImagePart, Message, Role, TextPart
+from pipeline.text_buffer import TextBuffer
 from pipeline.types import (
     ChunkNormalizer,
     ErrorType,
@@ -443,8 +444,7 @@ class ChatCompletionsNormalizer:
     _spill: SpillGuard = attrs.field(init=False, factory=SpillGuard)
     _verbatim: VerbatimToolParser | None = attrs.field(init=False, default=None)
     _guards_done: bool = attrs.field(init=False, default=False)
-    _content: list[str] = attrs.field(init=False, factory=list)
-    _content_len: int = attrs.field(init=False, default=0)
+    _content: TextBuffer = attrs.field(init=False, factory=TextBuffer)
     _drafts: dict[int, _CallDraft] = attrs.field(init=False, factory=dict)
     _aliases: dict[int, int] = attrs.field(init=False, factory=dict)
     """Reported index -> draft key, for a reused index."""
@@ -611,13 +611,12 @@ class ChatCompletionsNormalizer:
     def _is_resend(self, content: str) -> bool:
         if (
             len(content) >= _RESEND_MIN
-            and len(content) == self._content_len
-            and "".join(self._content) == content
+            and len(content) == len(self._content)
+            and self._content.getvalue() == content
         ):
             _log.debug("{provider}: dropped a delta resending the whole content", provider=self.provider)
             return True
         self._content.append(content)
-        self._content_len += len(content)
         return False
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:

@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from operators.markdown_scan import (
     Cut,
+    CutList,
     Fence,
     Level,
     MarkdownScanner,
+    NullCuts,
     display_width,
     is_grapheme_boundary,
     render_table,
@@ -107,6 +109,40 @@ def test_any_chunking_gives_the_same_cuts_tables_and_fences(text: str, cuts: lis
     assert parts.fences == whole.fences
     assert parts.quote_from == whole.quote_from
     assert parts.fence == whole.fence
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT)
+def test_the_compact_cut_list_reads_back_as_cut_values(text: str) -> None:
+    """Indexing, negative indexing and iteration agree, fences included; the arrays line up."""
+    cuts = scan(text + "\n```py\na\nb\nc\n```\n").cuts
+    values = list(cuts)
+    assert [cuts[i] for i in range(len(cuts))] == values
+    assert [cuts[i - len(cuts)] for i in range(len(cuts))] == values
+    assert list(cuts.ends) == [cut.end for cut in values]
+    assert any(cut.fence is not None for cut in values)
+    copy = CutList()
+    for cut in values:
+        copy.append(cut)
+    assert copy == cuts and copy == values
+    copy.clear()
+    assert len(copy) == 0 and not copy.fences and copy != cuts
+
+
+def test_a_scanner_with_null_cuts_still_reads_fences_and_tables() -> None:
+    """``NullCuts`` drops the cut points and nothing else the scanner decides."""
+    text = "a b\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n```py\nx\ny\n```\nc d"
+    full = scan(text)
+    bare = MarkdownScanner(cuts=NullCuts())
+    bare.feed(text)
+    bare.finish()
+    assert len(full.cuts) > 0 and len(bare.cuts) == 0
+    assert (bare.tables, bare.fences, bare.fence, bare.quote_from) == (
+        full.tables,
+        full.fences,
+        full.fence,
+        full.quote_from,
+    )
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,0 +1,41 @@
+"""Tests of ``TextBuffer``: the compact appender long streams keep their text in."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.text_buffer import GROUP, TextBuffer
+
+
+@given(st.text(max_size=5), st.lists(st.text(max_size=6), max_size=3 * GROUP + 5))
+def test_holds_exactly_what_was_appended(initial: str, pieces: list[str]) -> None:
+    """Whatever the number of pieces (across several groups), the text and its length are exact."""
+    buffer = TextBuffer(initial)
+    for piece in pieces:
+        buffer.append(piece)
+    expected = initial + "".join(pieces)
+    assert buffer.getvalue() == expected
+    assert len(buffer) == len(expected)
+    assert bool(buffer) is bool(expected)
+
+
+def test_clear_forgets_everything() -> None:
+    """After ``clear`` the buffer is empty and keeps working."""
+    buffer = TextBuffer("x")
+    for _ in range(GROUP + 1):
+        buffer.append("ab")
+    buffer.clear()
+    assert (buffer.getvalue(), len(buffer), bool(buffer)) == ("", 0, False)
+    buffer.append("z")
+    assert buffer.getvalue() == "z"
+
+
+def test_pieces_are_not_kept_one_by_one() -> None:
+    """After a full group the buffer holds one joined string, not the pieces (they can be freed)."""
+    buffer = TextBuffer()
+    pieces = [f"p{i}" for i in range(GROUP)]
+    for piece in pieces:
+        buffer.append(piece)
+    held = buffer._groups + buffer._pending
+    assert held == ["".join(pieces)]
