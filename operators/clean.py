@@ -45,7 +45,7 @@ from typing import Final
 import attrs
 from reactivex import Observable, abc
 
-from operators.reasoning_tags import strip_think_tags
+from operators.reasoning_tags import TAG_START_RE, strip_think_tags
 from operators.render import apply_render, split_code
 from pipeline.config import StreamConfig
 from pipeline.state import Segment
@@ -200,6 +200,25 @@ def _clean_once(text: str, persona_name: str | None, at_start: bool) -> str:
     return touching.sub(" ", masked).translate({ord(mark): code for mark, code in restore.items()})
 
 
+def _is_clean(text: str, persona_name: str | None, at_start: bool) -> bool:
+    """Whether a sweep would leave *text* unchanged, judged without copying it.
+
+    The common case for a long answer: a sweep masks the code, copies the text
+    several times and finds nothing. Each test is on the unmasked text and is
+    conservative: masking only turns code into placeholders, which no removal
+    rule matches (a reasoning tag starts with ``<`` and a name, a prefix with
+    a name, both made of prose), and a joiner whose neighbours keep it in the
+    text keeps it once everything around it is judged.
+    """
+    if _SUSPECT_BUT_JOINERS.search(text) or TAG_START_RE.search(text):
+        return False
+    if at_start and _prefix_re(persona_name).match(text):
+        return False
+    if _ZWJ in text or _ZWNJ in text:
+        return all(_keep_joiner(text, match.start()) for match in _JOINERS.finditer(text))
+    return True
+
+
 def clean_text(text: str, *, persona_name: str | None = None, at_start: bool = True) -> str:
     """Remove reasoning debris, a leading role prefix and stray invisible characters from *text*.
 
@@ -213,6 +232,8 @@ def clean_text(text: str, *, persona_name: str | None = None, at_start: bool = T
         The cleaned text. Code spans are unchanged (two spans whose separating
         prose was removed are kept apart by one space); the function is idempotent.
     """
+    if _is_clean(text, persona_name, at_start):
+        return text
     for _ in range(_MAX_PASSES):
         cleaned = _clean_once(text, persona_name, at_start)
         if cleaned == text:

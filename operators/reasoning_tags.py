@@ -20,6 +20,7 @@ __all__ = (
     "MAX_TAG_LEN",
     "OPEN_RE",
     "TAG_RE",
+    "TAG_START_RE",
     "THINK_NAMES",
     "partial_tag_len",
     "split_think_blocks",
@@ -40,6 +41,8 @@ CLOSE_RE: Final = re.compile(r"</" + _NAME + r"\s*>", re.IGNORECASE)
 """A closing tag: ``</think>``, ``</ns:think >``."""
 TAG_RE: Final = re.compile(OPEN_RE.pattern + "|" + CLOSE_RE.pattern, re.IGNORECASE)
 """Either tag."""
+TAG_START_RE: Final = re.compile(r"</?" + _NAME, re.IGNORECASE)
+"""Where either tag could start: text without a match holds no tag, whatever replaces its code spans."""
 
 DETAILS_OPEN_RE: Final = re.compile(r"<details(?:\s[^<>]*)?>", re.IGNORECASE)
 DETAILS_CLOSE_RE: Final = re.compile(r"</details\s*>", re.IGNORECASE)

@@ -9,7 +9,7 @@ from reactivex import Observable
 from reactivex.notification import OnError
 from reactivex.testing import ReactiveTest, TestScheduler
 
-from operators.clean import SegmentCleaner, clean, clean_text
+from operators.clean import SegmentCleaner, _clean_once, _is_clean, clean, clean_text
 from operators.render import split_code
 from pipeline.config import RenderModifiers, StreamConfig
 from pipeline.state import Segment
@@ -179,6 +179,42 @@ def test_clean_text_is_idempotent(text: str, at_start: bool) -> None:
     """Cleaning a cleaned text changes nothing."""
     once = clean_text(text, persona_name="Alice", at_start=at_start)
     assert clean_text(once, persona_name="Alice", at_start=at_start) == once
+
+
+@given(st.one_of(nasty_text, prose_and_code().map(lambda case: case[0])), st.booleans())
+@settings(max_examples=500)
+def test_text_judged_clean_is_what_a_sweep_leaves_unchanged(text: str, at_start: bool) -> None:
+    """The no-copy shortcut only skips sweeps that would change nothing."""
+    if _is_clean(text, "Alice", at_start):
+        assert _clean_once(text, "Alice", at_start) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain prose with `code` and a 👨\u200d👩 family",
+        "a <b>tag</b> that is no reasoning tag",
+        "Assistant is a word here, not a prefix",
+    ],
+)
+def test_clean_prose_is_returned_without_a_sweep(text: str) -> None:
+    """Clean text comes back as the very same object (no copies of a long answer)."""
+    assert _is_clean(text, None, True)
+    assert clean_text(text) is text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x <think a `<` > y",  # a tag only once its code span is masked
+        "`<think>` is code",  # a tag inside code: kept, but judged by a sweep
+        "Assistant: hi",
+        "a\u200bb",
+    ],
+)
+def test_text_that_may_change_is_swept(text: str) -> None:
+    """Anything a sweep could touch goes through the sweep."""
+    assert not _is_clean(text, None, True)
 
 
 @given(prose_and_code(), st.booleans())
