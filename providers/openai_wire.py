@@ -122,6 +122,14 @@ _NO_THOUGHTS: Final[list[ThoughtLogEntry]] = []
 
 _RESEND_MIN: Final = 16
 """A resent-content delta must be at least this long to be dropped."""
+_NON_CONTENT_DELTA: Final = (
+    "reasoning_details",
+    "reasoning",
+    "reasoning_content",
+    "tool_calls",
+    "function_call",
+)
+"""Delta fields the short path leaves to the general one (when set)."""
 
 # ---------------------------------------------------------------------------
 # Stage 01: request body
@@ -480,6 +488,10 @@ class ChatCompletionsNormalizer:
             self._fail(out, raw.error)
             return self._close(out)
         data = raw.data
+        if type(data) is dict and raw.error is None and not raw.metadata:
+            plain = self._plain_delta(data)
+            if plain is not None:
+                return plain
         if not _is_mapping(data):
             _log.debug(
                 "{provider}: filtered a non-object chunk: {chunk}", provider=self.provider, chunk=_peek(data)
@@ -491,6 +503,50 @@ class ChatCompletionsNormalizer:
                 return self._close(out)
         self._chunk(data, out)
         return self._close(out)
+
+    def _plain_delta(self, data: dict[str, Any]) -> list[ProcessedChunk] | None:
+        """The common chunk, one choice whose delta only adds content, normalized the short way.
+
+        Returns ``None`` for anything else (usage, a finish, an error, reasoning,
+        tool calls, a complete response, a first ``provider``), which takes the
+        general path; what this returns is exactly what the general path would
+        (a test feeds every capture both ways).
+        """
+        choices = data.get("choices")
+        if type(choices) is not list or not choices:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None or "message" in choice:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        content = delta.get("content")
+        if type(content) is not str or not content or choice.get("error") or data.get("error"):
+            return None
+        if data.get("usage") is not None or data.get("object") == "chat.completion":
+            return None
+        if self._serving is None and data.get("provider"):
+            return None
+        for key in _NON_CONTENT_DELTA:
+            if delta.get(key) is not None:
+                return None
+        if self._is_resend(content):
+            return []
+        spilled = ""
+        if self._guards_done:
+            shown = content
+        else:
+            visible, reasoning = self._think.feed(content)
+            if reasoning or self._verbatim is not None:
+                out = _Out()
+                self._guarded(visible, reasoning, out)
+                return self._close(out)
+            shown, spilled = self._spill.feed(visible) if visible else ("", "")
+        if not shown and not spilled:
+            return []
+        thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled),) if spilled else ()
+        return [ProcessedChunk.text(shown, thoughts=thoughts, serving_provider=self._serving)]
 
     def finish(self) -> Sequence[ProcessedChunk]:
         """The stream ended: flush the guards, emit pending calls, ``done`` with the last usage."""
