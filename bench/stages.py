@@ -44,6 +44,7 @@ from pipeline.config import StreamConfig, StreamContext
 from pipeline.delivery import DiscordDelivery
 from pipeline.state import Segment, StreamResult, StreamState
 from pipeline.stops import StopHandle
+from pipeline.text_buffer import TextBuffer
 from pipeline.types import ProcessedChunk, RawStreamChunk, SegmentKind
 from providers import transport
 from providers.openai import OpenAIAdapter
@@ -196,11 +197,13 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
     t_route, states = _best(accumulate, runs)
 
     def flusher() -> list[Segment]:
+        # As the flush operator does it in aggregated mode: the deltas kept, pushed as one text.
         flush = Flusher(config)
-        out: list[Segment] = []
+        kept = TextBuffer()
         for state in states:
             if state.delta:
-                out.extend(flush.push(state.delta))
+                kept.append(state.delta)
+        out = flush.push(kept.getvalue())
         out.extend(flush.flush(final=True))
         return out
 

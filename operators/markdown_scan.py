@@ -183,8 +183,8 @@ class CutList:
         self.fences: dict[int, Fence] = {}
         """Index -> the fence of a cut point inside a fenced block."""
 
-    def add(self, end: int, start: int, level: Level, fence: Fence | None = None) -> None:
-        """Record a cut point after every one recorded so far."""
+    def add(self, end: int, start: int, level: int, fence: Fence | None = None) -> None:
+        """Record a cut point (*level*: a ``Level``) after every one recorded so far."""
         if fence is not None:
             self.fences[len(self.ends)] = fence
         self.ends.append(end)
@@ -233,7 +233,7 @@ class NullCuts(CutList):
 
     __slots__ = ()
 
-    def add(self, end: int, start: int, level: Level, fence: Fence | None = None) -> None:
+    def add(self, end: int, start: int, level: int, fence: Fence | None = None) -> None:
         """Drop the cut point."""
 
 
@@ -267,6 +267,12 @@ _CJK_TERMINATORS: Final = frozenset("。！？")
 _CLOSERS: Final = frozenset("\"')]*_~”’»」』")
 _PLAIN_RUN: Final = re.compile(r"[^\s`<>\[\]().!?…。！？\"')*_~”’»」』]+")
 """Characters that change no scanner state beyond ``sentence = False``."""
+_QUIET_SPAN: Final = re.compile(r"[^\n`<>\[\]()。！？]+")
+"""Prose the quiet path reads in one go: no line break, code, angle, link or CJK full stop."""
+_SPACE_RUN: Final = re.compile(r"[^\S\n]+")
+_CLOSER_CHARS: Final = "".join(_CLOSERS)
+_WORD: Final = int(Level.WORD)
+_SENTENCE: Final = int(Level.SENTENCE)
 _ANGLE_MAX: Final = 256
 _LINK_MAX: Final = 1024
 _OL_RE: Final = re.compile(r"\d{1,9}[.)][ \t]")
@@ -298,6 +304,17 @@ def _is_extend(c: str) -> bool:
     if c in "\u200c\u200d" or 0xFE00 <= o <= 0xFE0F or 0x1F3FB <= o <= 0x1F3FF or 0xE0020 <= o <= 0xE007F:
         return True
     return unicodedata.category(c) in ("Mn", "Me", "Mc")
+
+
+def _ends_sentence(text: str, j: int, end: int, sentence: bool) -> bool:
+    """The sentence flag after the word ``text[j:end]``: ``.!?…`` then closers ends a sentence."""
+    last = text[end - 1]
+    if last in _TERMINATORS:
+        return True
+    if last not in _CLOSERS:
+        return False
+    word = text[j:end].rstrip(_CLOSER_CHARS)
+    return word[-1] in _TERMINATORS if word else sentence
 
 
 def _is_ri(c: str) -> bool:
@@ -575,6 +592,8 @@ class MarkdownScanner:
     _link: int = 0
     _sentence: bool = False
     _cjk: bool = False
+    quiet_path: bool = attrs.field(default=True, kw_only=True)
+    """Read plain prose a word at a time (``False``: a character at a time; the same result, slower)."""
 
     # -- public --------------------------------------------------------------------------------------------
 
@@ -860,6 +879,13 @@ class MarkdownScanner:
     def _feed_inline(self, text: str, i: int, n: int) -> int:
         """Scan a prose line from ``text[i]``; return after its line break or at the end of *text*."""
         while i < n:
+            if self.quiet_path and self._is_quiet():
+                span = _QUIET_SPAN.match(text, i, n)
+                if span is not None:
+                    j = self._feed_quiet(text, i, span.end())
+                    if j > i:
+                        i = j
+                        continue
             c = text[i]
             if c == "\n":
                 self._newline()
@@ -889,6 +915,75 @@ class MarkdownScanner:
             self.pos += 1
             i += 1
         return i
+
+    def _is_quiet(self) -> bool:
+        """Whether plain prose would only record word and sentence cuts (what ``_feed_quiet`` does)."""
+        return (
+            self._seen
+            and self._deferred is None
+            and not (
+                self._ticks
+                or self._code
+                or self._angle_pending
+                or self._bracket
+                or self._paren
+                or self._after_bracket
+                or self._cjk
+            )
+            and self._angle < 0
+            and (self._ws_start < 0 or self._ws_nl == 0)
+        )
+
+    def _feed_quiet(self, text: str, i: int, k: int) -> int:
+        """Scan ``text[i:k]`` (a ``_QUIET_SPAN``) in the quiet state, a word at a time.
+
+        What ``_char`` and ``_space`` do there, without a call per character: a
+        whitespace run opens a cut, the next word records it (a sentence cut
+        after ``.!?…`` and closers, else a word cut; none before a combining
+        mark). Stops before a word that may start line-start markdown after a
+        space (``_add_word_cut`` holds such a cut): returns where it stopped.
+        """
+        base = self.pos - i
+        add = self.cuts.add
+        ok = self._kind not in (_LIST, _ROW)
+        ws_start, ws_ok, ws_sentence = self._ws_start, self._ws_ok, self._ws_sentence
+        sentence = self._sentence
+        started = False
+        j = i
+        for run in _SPACE_RUN.finditer(text, i, k):
+            start = run.start()
+            if start > j:
+                if ws_start >= 0:
+                    c = text[j]
+                    if c in _MARKER_START:
+                        break
+                    if ws_ok and not (c >= "\u0300" and _is_extend(c)):
+                        add(ws_start, base + j, _SENTENCE if ws_sentence else _WORD)
+                    ws_start = -1
+                sentence = _ends_sentence(text, j, start, sentence)
+            if ws_start < 0:
+                ws_start, ws_ok, ws_sentence, started = base + start, ok, sentence, True
+            j = run.end()
+        else:
+            if k > j:
+                stop = False
+                if ws_start >= 0:
+                    c = text[j]
+                    if c in _MARKER_START:
+                        stop = True
+                    else:
+                        if ws_ok and not (c >= "\u0300" and _is_extend(c)):
+                            add(ws_start, base + j, _SENTENCE if ws_sentence else _WORD)
+                        ws_start = -1
+                if not stop:
+                    sentence = _ends_sentence(text, j, k, sentence)
+                    j = k
+        if started:
+            self._ws_nl, self._ws_block = 0, False
+        self._ws_start, self._ws_ok, self._ws_sentence = ws_start, ws_ok, ws_sentence
+        self._sentence = sentence
+        self.pos = base + j
+        return j
 
     def _can_cut(self) -> bool:
         return not (

@@ -145,6 +145,65 @@ def test_a_scanner_with_null_cuts_still_reads_fences_and_tables() -> None:
     )
 
 
+PROSE_ATOMS = [
+    *ATOMS,
+    "The end.",
+    "Really?!",
+    "Wait…",
+    'done."',
+    "(ok.)",
+    "*bold.*",
+    "_it_",
+    "~x~",
+    "’quoted’",
+    "\t",
+    "\u00a0",
+    "\u3000",
+    "\r",
+    "-x",
+    "#tag",
+    "42",
+    "~~",
+    "+1",
+    "e\u0301t\u00e9",
+]
+PROSE = st.lists(
+    st.one_of(st.sampled_from(PROSE_ATOMS), st.text(alphabet="ab .!?\"'*_~-#1\n\t", max_size=6)), max_size=60
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(PROSE, st.lists(st.integers(0, 400), max_size=8))
+def test_the_quiet_path_decides_exactly_what_the_character_path_decides(text: str, cuts: list[int]) -> None:
+    """Reading plain prose a word at a time changes no cut, table, fence or position."""
+    quick, slow = MarkdownScanner(), MarkdownScanner(quiet_path=False)
+    for chunk in chunked(text, cuts):
+        quick.feed(chunk)
+        slow.feed(chunk)
+        # What the live flusher reads between deltas agrees too.
+        assert (quick.cuts, quick.pos, quick.tail_cut(), quick.in_code) == (
+            slow.cuts,
+            slow.pos,
+            slow.tail_cut(),
+            slow.in_code,
+        )
+    quick.finish()
+    slow.finish()
+    assert quick.cuts == slow.cuts
+    assert (quick.tables, quick.fences, quick.fence, quick.quote_from) == (
+        slow.tables,
+        slow.fences,
+        slow.fence,
+        slow.quote_from,
+    )
+    assert (quick.pos, quick.fed, quick.tail_cut(), quick.in_code) == (
+        slow.pos,
+        slow.fed,
+        slow.tail_cut(),
+        slow.in_code,
+    )
+
+
 @settings(max_examples=300, deadline=None)
 @given(TEXT)
 def test_cuts_are_ordered_and_sit_on_whitespace_or_line_starts(text: str) -> None:
