@@ -25,18 +25,16 @@ GROUP: Final = 64
 class TextBuffer:
     """Appends strings; holds them joined in groups; returns the whole text on demand."""
 
-    __slots__ = ("_groups", "_length", "_pending")
+    __slots__ = ("_groups", "_pending")
 
     def __init__(self, initial: str = "") -> None:
         self._groups: list[str] = []
         self._pending: list[str] = [initial] if initial else []
-        self._length = len(initial)
 
     def append(self, text: str) -> None:
-        """Add *text* at the end."""
+        """Add *text* at the end (called per delta: kept to a list append and a length check)."""
         pending = self._pending
         pending.append(text)
-        self._length += len(text)
         if len(pending) >= GROUP:
             self._groups.append("".join(pending))
             pending.clear()
@@ -51,12 +49,11 @@ class TextBuffer:
         """Forget everything appended."""
         self._groups = []
         self._pending = []
-        self._length = 0
 
     def __len__(self) -> int:
-        """Characters held."""
-        return self._length
+        """Characters held (counted on demand: callers on a hot path keep their own count)."""
+        return sum(map(len, self._groups)) + sum(map(len, self._pending))
 
     def __bool__(self) -> bool:
         """Whether any text is held."""
-        return self._length > 0
+        return any(self._groups) or any(self._pending)

@@ -122,13 +122,7 @@ _NO_THOUGHTS: Final[list[ThoughtLogEntry]] = []
 
 _RESEND_MIN: Final = 16
 """A resent-content delta must be at least this long to be dropped."""
-_NON_CONTENT_DELTA: Final = (
-    "reasoning_details",
-    "reasoning",
-    "reasoning_content",
-    "tool_calls",
-    "function_call",
-)
+_GENERAL_DELTA: Final = ("reasoning_details", "tool_calls", "function_call")
 """Delta fields the short path leaves to the general one (when set)."""
 
 # ---------------------------------------------------------------------------
@@ -453,6 +447,7 @@ class ChatCompletionsNormalizer:
     _verbatim: VerbatimToolParser | None = attrs.field(init=False, default=None)
     _guards_done: bool = attrs.field(init=False, default=False)
     _content: TextBuffer = attrs.field(init=False, factory=TextBuffer)
+    _content_len: int = attrs.field(init=False, default=0)
     _drafts: dict[int, _CallDraft] = attrs.field(init=False, factory=dict)
     _aliases: dict[int, int] = attrs.field(init=False, factory=dict)
     """Reported index -> draft key, for a reused index."""
@@ -505,12 +500,12 @@ class ChatCompletionsNormalizer:
         return self._close(out)
 
     def _plain_delta(self, data: dict[str, Any]) -> list[ProcessedChunk] | None:
-        """The common chunk, one choice whose delta only adds content, normalized the short way.
+        """The common chunk, one choice whose delta adds content or flat reasoning, the short way.
 
-        Returns ``None`` for anything else (usage, a finish, an error, reasoning,
-        tool calls, a complete response, a first ``provider``), which takes the
-        general path; what this returns is exactly what the general path would
-        (a test feeds every capture both ways).
+        Returns ``None`` for anything else (usage, a finish, an error, reasoning
+        details, tool calls, a complete response, a first ``provider``), which
+        takes the general path; what this returns is exactly what the general
+        path would (a test feeds every capture both ways).
         """
         choices = data.get("choices")
         if type(choices) is not list or not choices:
@@ -519,34 +514,60 @@ class ChatCompletionsNormalizer:
         if type(choice) is not dict or choice.get("finish_reason") is not None or "message" in choice:
             return None
         delta = choice.get("delta")
-        if type(delta) is not dict:
-            return None
-        content = delta.get("content")
-        if type(content) is not str or not content or choice.get("error") or data.get("error"):
+        if type(delta) is not dict or choice.get("error") or data.get("error"):
             return None
         if data.get("usage") is not None or data.get("object") == "chat.completion":
             return None
         if self._serving is None and data.get("provider"):
             return None
-        for key in _NON_CONTENT_DELTA:
+        content = delta.get("content")
+        if content is not None and type(content) is not str:
+            return None
+        thoughts: list[ThoughtLogEntry] = []
+        beside_content = len(delta) > 2 or (len(delta) == 2 and "role" not in delta) or not content
+        if beside_content and not self._flat_reasoning(delta, thoughts):
+            # Anything beside the content (and a role) that is not flat reasoning: the general path.
+            return None
+        shown = ""
+        if content and not self._is_resend(content):
+            if self._guards_done:
+                shown = content
+            else:
+                visible, reasoning = self._think.feed(content)
+                if reasoning or self._verbatim is not None:
+                    out = _Out()
+                    out.thoughts.extend(thoughts)
+                    self._guarded(visible, reasoning, out)
+                    return self._close(out)
+                if visible:
+                    shown, spilled = self._spill.feed(visible)
+                    if spilled:
+                        thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
+        if not shown and not thoughts:
+            return []
+        return [ProcessedChunk.text(shown, thoughts=tuple(thoughts), serving_provider=self._serving)]
+
+    def _flat_reasoning(self, delta: dict[str, Any], thoughts: list[ThoughtLogEntry]) -> bool:
+        """``_reasoning`` for a delta whose only reasoning is flat text; ``False``: not such a delta.
+
+        Appends the entries to *thoughts* (and notes them for the spill guard).
+        """
+        for key in _GENERAL_DELTA:
             if delta.get(key) is not None:
-                return None
-        if self._is_resend(content):
-            return []
-        spilled = ""
-        if self._guards_done:
-            shown = content
-        else:
-            visible, reasoning = self._think.feed(content)
-            if reasoning or self._verbatim is not None:
-                out = _Out()
-                self._guarded(visible, reasoning, out)
-                return self._close(out)
-            shown, spilled = self._spill.feed(visible) if visible else ("", "")
-        if not shown and not spilled:
-            return []
-        thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled),) if spilled else ()
-        return [ProcessedChunk.text(shown, thoughts=thoughts, serving_provider=self._serving)]
+                return False
+        flat = delta.get("reasoning")
+        text = delta.get("reasoning_content")
+        if (flat is not None and type(flat) is not str) or (text is not None and type(text) is not str):
+            return False
+        if text:
+            self._reasoning_content.append(text)
+        if flat:
+            thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=flat))
+        if text and text != flat:
+            thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=text))
+        if thoughts:
+            self._spill.note_reasoning()
+        return True
 
     def finish(self) -> Sequence[ProcessedChunk]:
         """The stream ended: flush the guards, emit pending calls, ``done`` with the last usage."""
@@ -667,12 +688,13 @@ class ChatCompletionsNormalizer:
     def _is_resend(self, content: str) -> bool:
         if (
             len(content) >= _RESEND_MIN
-            and len(content) == len(self._content)
+            and len(content) == self._content_len
             and self._content.getvalue() == content
         ):
             _log.debug("{provider}: dropped a delta resending the whole content", provider=self.provider)
             return True
         self._content.append(content)
+        self._content_len += len(content)
         return False
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:

@@ -90,8 +90,9 @@ _EXTRA_DELTA = st.fixed_dictionaries(
     {},
     optional={
         "role": st.just("assistant"),
-        "reasoning": st.one_of(st.none(), st.just("plan")),
-        "reasoning_content": st.one_of(st.none(), st.just("why")),
+        "reasoning": st.sampled_from([None, "plan", "why", "", {"text": "odd"}]),
+        "reasoning_content": st.sampled_from([None, "why", "plan", ""]),
+        "reasoning_details": st.sampled_from([None, [{"type": "reasoning.text", "text": "d", "index": 0}]]),
         "tool_calls": st.one_of(st.none(), st.just(_CALL)),
         "refusal": st.none(),
     },
