@@ -8,33 +8,52 @@ when it fires early because activity happened meanwhile, it re-arms for the
 remaining time. It fires exactly ``seconds`` after the last activity, as a
 timer restarted on every chunk would, under any scheduler (asyncio or the
 marble test scheduler).
+
+Time is read in seconds: under asyncio from the event loop's monotonic clock,
+the one its timers run on (``scheduler.now`` builds a wall-clock ``datetime``
+on every read, several times the cost); under any other scheduler from
+``scheduler.now``, so virtual time stays exact.
 """
 
 from __future__ import annotations
 
-__all__ = ("QuietTimer",)
+__all__ = ("QuietTimer", "seconds_clock")
 
+import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from typing import Any
 
 from reactivex import abc
 from reactivex.disposable import SerialDisposable
+from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+
+def seconds_clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
+    """A clock in seconds that agrees with *scheduler*'s timers (cheap under asyncio)."""
+    loop = getattr(scheduler, "_loop", None)
+    if isinstance(scheduler, AsyncIOScheduler) and isinstance(loop, asyncio.AbstractEventLoop):
+        # AsyncIOScheduler schedules with loop.call_later: loop.time() is its clock.
+        return loop.time
+
+    def now() -> float:
+        return scheduler.to_seconds(scheduler.now)
+
+    return now
 
 
 class QuietTimer:
     """Calls ``on_quiet`` after ``seconds`` without ``poke``; one timer armed at most."""
 
-    __slots__ = ("_armed", "_last", "_on_quiet", "_period", "_scheduler", "_serial", "seconds")
+    __slots__ = ("_armed", "_clock", "_last", "_on_quiet", "_scheduler", "_serial", "seconds")
 
     def __init__(self, scheduler: abc.SchedulerBase, seconds: float, on_quiet: Callable[[], None]) -> None:
         self._scheduler = scheduler
+        self._clock = seconds_clock(scheduler)
         self.seconds = seconds
-        self._period = timedelta(seconds=seconds)
         self._on_quiet = on_quiet
         self._serial = SerialDisposable()
         self._armed = False
-        self._last: datetime | None = None
+        self._last: float | None = None
 
     @property
     def disposable(self) -> abc.DisposableBase:
@@ -43,7 +62,7 @@ class QuietTimer:
 
     def poke(self) -> None:
         """Activity: the quiet period starts again now."""
-        self._last = self._scheduler.now
+        self._last = self._clock()
         if not self._armed:
             self._arm(self.seconds)
 
@@ -61,7 +80,7 @@ class QuietTimer:
         self._armed = False
         if self._last is None:
             return
-        remaining = (self._last + self._period - self._scheduler.now).total_seconds()
+        remaining = self._last + self.seconds - self._clock()
         if remaining > 1e-6:
             self._arm(remaining)
             return

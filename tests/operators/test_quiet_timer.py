@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 
-from operators.quiet_timer import QuietTimer
+from operators.quiet_timer import QuietTimer, seconds_clock
 
 
 def _timer(scheduler: TestScheduler, fired: list[float], seconds: float = 5.0) -> QuietTimer:
@@ -68,3 +70,33 @@ def test_dispose_cancels_for_good() -> None:
     timer.disposable.dispose()
     scheduler.start()
     assert fired == []
+
+
+def test_under_asyncio_it_reads_the_event_loops_clock() -> None:
+    """The asyncio scheduler's timers run on loop.time(): the quiet period is measured on it too."""
+
+    async def main() -> tuple[list[float], float, float]:
+        loop = asyncio.get_running_loop()
+        scheduler = AsyncIOScheduler(loop)
+        assert seconds_clock(scheduler) == loop.time
+        fired: list[float] = []
+        timer = QuietTimer(scheduler, 0.05, lambda: fired.append(loop.time()))
+        timer.poke()
+        await asyncio.sleep(0.03)
+        timer.poke()
+        last_poke = loop.time()
+        await asyncio.sleep(0.2)
+        return fired, last_poke, loop.time()
+
+    fired, last_poke, _ = asyncio.run(main())
+    # Once, and never before the quiet period after the last poke has passed.
+    assert len(fired) == 1
+    assert fired[0] >= last_poke + 0.05 - 1e-3
+
+
+def test_other_schedulers_read_their_own_now() -> None:
+    """Virtual time: the clock is the scheduler's ``now`` in seconds."""
+    scheduler = TestScheduler()
+    clock = seconds_clock(scheduler)
+    scheduler.advance_to(12.5)
+    assert clock() == 12.5
