@@ -78,7 +78,16 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable
 
-from operators.markdown_scan import Cut, Fence, Level, MarkdownScanner, NullCuts, TableSpan, render_table
+from operators.markdown_scan import (
+    Cut,
+    CutList,
+    Fence,
+    Level,
+    MarkdownScanner,
+    NullCuts,
+    TableSpan,
+    render_table,
+)
 from operators.quiet_timer import QuietTimer
 from operators.reasoning_tags import (
     CLOSE_RE,
@@ -107,6 +116,7 @@ _MAX_TAG: Final = 64
 """Longest tag recognised (matches ``reasoning_tags``): a longer ``<...`` is text."""
 _QUOTE: Final = ">>> "
 
+_PARAGRAPH: Final = int(Level.PARAGRAPH)
 _VISIBLE: Final = 0
 _THINK: Final = 1
 _DETAILS: Final = 2
@@ -381,24 +391,38 @@ class Flusher:
         if scanner.tables:
             self._tables.extend(scanner.tables)
             scanner.tables.clear()
-        if not scanner.cuts:
+        cuts = scanner.cuts
+        if not cuts:
             return
-        cuts = list(scanner.cuts)
-        scanner.cuts.clear()
-        for cut in cuts:
-            if cut.start <= self._base:
+        # Only the latest cut of each level is kept: read the arrays and build a Cut only
+        # for those (a long delta records a cut per word).
+        ends, starts, levels, fences = cuts.ends, cuts.starts, cuts.levels, cuts.fences
+        latest: dict[int, int] = {}
+        for k in range(len(ends)):
+            start = starts[k]
+            if start <= self._base:
                 continue
-            if cut.fence is not None:
-                self._best_fenced = cut
-            elif cut.level == Level.PARAGRAPH and self._live and self._long_enough(cut):
-                self._release(cut.start, None)
+            if k in fences:
+                self._best_fenced = cuts[k]
+                continue
+            level = levels[k]
+            if level == _PARAGRAPH and self._live and self._long_enough(ends[k], start):
+                self._keep_latest(cuts, latest)
+                self._release(start, None)
             else:
-                self._best[cut.level] = cut
+                latest[level] = k
+        self._keep_latest(cuts, latest)
+        cuts.clear()
 
-    def _long_enough(self, cut: Cut) -> bool:
-        if cut.end <= self._base:
+    def _keep_latest(self, cuts: CutList, latest: dict[int, int]) -> None:
+        for level, k in latest.items():
+            self._best[level] = cuts[k]
+        latest.clear()
+
+    def _long_enough(self, end: int, start: int) -> bool:
+        if end <= self._base:
             return False
-        held = len(self._reopen) + cut.start - self._base
+        held = len(self._reopen) + start - self._base
         return held >= self.config.live_min_chars
 
     def _settle(self) -> None:
