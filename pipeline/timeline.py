@@ -27,15 +27,19 @@ Stage 01 (context assembly) happens before the stream exists; its output is
 the ``request`` mark.
 
 Time. Every timestamp is read from the scheduler the chain was subscribed
-with (``scheduler.now``: the loop's clock under asyncio, virtual time under a
-``TestScheduler``), never from the wall clock directly, as seconds since the
-chain's subscription. The first tap subscribed binds the scheduler; stage 07's
+with (``operators.quiet_timer.seconds_clock``: the event loop's monotonic clock
+under asyncio, the one its timers run on; virtual time under a
+``TestScheduler``), never from the wall clock, as seconds since the chain's
+subscription. The first tap subscribed binds the scheduler; stage 07's
 hooks (``DiscordDelivery``, the rate limiter's ``on_wait``) read the same clock
 through ``Timeline.now``.
 
 Cost. Nothing when off: ``build_chain`` adds the taps only when given a
 timeline, and the delivery's hooks are one ``is None`` test per send. When on,
-a tap appends one small frozen value per item.
+a tap appends one plain tuple per item (tuples of numbers and strings leave
+the garbage collector's care once they survive a collection, so a long
+recording does not lengthen full collections); ``TimelineEvent`` values are
+built when the events are read.
 
 One timeline records one stream (one subscription of the chain).
 """
@@ -54,14 +58,15 @@ __all__ = (
     "TimelineEvent",
 )
 
-import datetime
 from collections.abc import Callable, Iterable
-from typing import Any, Final, TypeVar
+from operator import itemgetter
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 
+from operators.quiet_timer import seconds_clock
 from pipeline.state import Segment, StreamResult, StreamState
 from pipeline.types import ChunkType, Operator, ProcessedChunk, RawStreamChunk, StopSignal, StreamStatus
 
@@ -78,6 +83,9 @@ LANES: Final = (TRANSPORT, NORMALIZE, ORCHESTRATOR, FLUSH, CLEAN, DELIVERY)
 
 Describe = Callable[[_T], tuple[str, str]]
 """What a tap records for one item: ``(kind, detail)``."""
+
+_Record: TypeAlias = tuple[float, str, str, str, float]
+"""A recorded event as stored: ``(t, lane, kind, detail, duration)``."""
 
 
 @attrs.frozen
@@ -117,8 +125,9 @@ class Timeline:
     """
 
     scheduler: abc.SchedulerBase | None = None
-    _origin: datetime.datetime | None = attrs.field(default=None, init=False)
-    _events: list[TimelineEvent] = attrs.field(factory=list, init=False)
+    _origin: float | None = attrs.field(default=None, init=False)
+    _clock: Callable[[], float] | None = attrs.field(default=None, init=False)
+    _events: list[_Record] = attrs.field(factory=list, init=False)
 
     # -- clock ---------------------------------------------------------------------------------------
 
@@ -128,7 +137,8 @@ class Timeline:
             return
         if self.scheduler is None:
             self.scheduler = scheduler
-        self._origin = self.scheduler.now
+        self._clock = seconds_clock(self.scheduler)
+        self._origin = self._clock()
 
     @property
     def bound(self) -> bool:
@@ -143,24 +153,22 @@ class Timeline:
         """
         if self.scheduler is None:
             raise RuntimeError("the timeline has no clock: subscribe the chain first")
-        if self._origin is None:
+        if self._origin is None or self._clock is None:
             self.bind(self.scheduler)
-        assert self._origin is not None
-        return (self.scheduler.now - self._origin).total_seconds()
+        assert self._origin is not None and self._clock is not None
+        return self._clock() - self._origin
 
     # -- recording -----------------------------------------------------------------------------------
 
     def record(
         self, lane: str, kind: str, detail: str = "", *, t: float | None = None, duration: float = 0.0
-    ) -> TimelineEvent | None:
-        """Record one event at *t* (default: now); a no-op (``None``) while no clock is bound."""
+    ) -> None:
+        """Record one event at *t* (default: now); a no-op while no clock is bound."""
         if t is None:
             if not self.bound:
-                return None
+                return
             t = self.now()
-        event = TimelineEvent(t, lane, kind, detail, duration)
-        self._events.append(event)
-        return event
+        self._events.append((t, lane, kind, detail, duration))
 
     def rate_limit_wait(self, route: object, seconds: float) -> None:
         """The rate limiter is about to wait *seconds* for *route* (``RateLimiter(on_wait=...)``)."""
@@ -206,7 +214,7 @@ class Timeline:
     @property
     def events(self) -> list[TimelineEvent]:
         """Every event, by time (recording order among equal times)."""
-        return sorted(self._events, key=_by_time)
+        return [TimelineEvent(*record) for record in sorted(self._events, key=_by_time)]
 
     def lane(self, lane: str) -> list[TimelineEvent]:
         """The events of one lane, by time."""
@@ -219,9 +227,9 @@ class Timeline:
     def counts(self) -> dict[str, dict[str, int]]:
         """Number of events per lane and kind."""
         out: dict[str, dict[str, int]] = {}
-        for event in self._events:
-            kinds = out.setdefault(event.lane, {})
-            kinds[event.kind] = kinds.get(event.kind, 0) + 1
+        for _, lane, kind, _, _ in self._events:
+            kinds = out.setdefault(lane, {})
+            kinds[kind] = kinds.get(kind, 0) + 1
         return out
 
     @property
@@ -239,15 +247,14 @@ class Timeline:
     @property
     def span(self) -> float:
         """Seconds from 0 to the end of the last event."""
-        return max((event.end for event in self._events), default=0.0)
+        return max((t + duration for t, _, _, _, duration in self._events), default=0.0)
 
     def extend(self, events: Iterable[TimelineEvent]) -> None:
         """Add recorded events (to rebuild a timeline from saved ones)."""
-        self._events.extend(events)
+        self._events.extend((e.t, e.lane, e.kind, e.detail, e.duration) for e in events)
 
 
-def _by_time(event: TimelineEvent) -> float:
-    return event.t
+_by_time = itemgetter(0)
 
 
 # -- describers ----------------------------------------------------------------------------------------
