@@ -34,6 +34,7 @@ __all__ = ("LagResult", "LatencyResult", "measure_lag", "measure_lag_floor", "me
 import asyncio
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import aiohttp
@@ -41,6 +42,7 @@ import attrs
 import orjson
 
 from bench.clients import REQUEST_BODY, Splitter, rxcord_job
+from bench.gcwatch import GcWatch, tuned_gc
 from bench.make_captures import capture_name
 from bench.server import ServerProcess
 from bench.stats import percentile
@@ -100,6 +102,10 @@ class LatencyResult:
     """Streams whose sends could not be paired with their segments (not counted)."""
     cpu_seconds: float = 0.0
     wall_seconds: float = 1.0
+    gc_full_ms: list[float] = attrs.field(factory=list)
+    """Milliseconds of each full garbage collection during the run (each one stops the loop)."""
+    tuned: bool = False
+    """Run with ``bench.gcwatch.tuned_gc`` (frozen start-up heap, fewer collections)."""
 
     @property
     def cpu_share(self) -> float:
@@ -164,8 +170,12 @@ async def measure_latency(
     streams: int,
     pace_ms: float,
     config: StreamConfig = LIVE,
+    tuned: bool = False,
 ) -> LatencyResult:
-    """Run *streams* live streams of *chunks* chunks at once, one event per *pace_ms* each."""
+    """Run *streams* live streams of *chunks* chunks at once, one event per *pace_ms* each.
+
+    *tuned*: with ``tuned_gc`` (see ``bench.gcwatch``); every run records its full collections.
+    """
     await _reset(session, server)
 
     async def one(number: int) -> _Stream:
@@ -184,9 +194,10 @@ async def measure_latency(
         await run_stream(job, timeline=timeline, nonce_prefix="bench")
         return _Stream(stream_id, timeline, time.monotonic() - timeline.now())
 
-    c0, w0 = time.process_time(), time.perf_counter()
-    done = await asyncio.gather(*(one(number) for number in range(streams)))
-    c1, w1 = time.process_time(), time.perf_counter()
+    with GcWatch() as watch, tuned_gc() if tuned else nullcontext():
+        c0, w0 = time.process_time(), time.perf_counter()
+        done = await asyncio.gather(*(one(number) for number in range(streams)))
+        c1, w1 = time.process_time(), time.perf_counter()
     writes = await _writes(session, server)
     from_source: list[float] = []
     from_write: list[float] = []
@@ -201,7 +212,17 @@ async def measure_latency(
         from_write += write
         excluded += skipped
     return LatencyResult(
-        streams, pace_ms, chunks, from_source, from_write, excluded, unmatched, c1 - c0, w1 - w0
+        streams,
+        pace_ms,
+        chunks,
+        from_source,
+        from_write,
+        excluded,
+        unmatched,
+        c1 - c0,
+        w1 - w0,
+        gc_full_ms=watch.full(),
+        tuned=tuned,
     )
 
 
@@ -271,6 +292,8 @@ class LagResult:
     wall_seconds: float
     completed: int
     """Streams that ended with status ``completed``."""
+    gc_full_ms: list[float] = attrs.field(factory=list)
+    """Milliseconds of each full garbage collection during the run."""
 
     @property
     def cpu_per_stream(self) -> float:
@@ -313,9 +336,10 @@ async def measure_lag(
         job = attrs.evolve(job, adapter=adapter)
         return await run_stream(job, nonce_prefix="bench")
 
-    c0, w0 = time.process_time(), time.perf_counter()
-    results = await asyncio.gather(*(one(number) for number in range(streams)))
-    c1, w1 = time.process_time(), time.perf_counter()
+    with GcWatch() as watch:
+        c0, w0 = time.process_time(), time.perf_counter()
+        results = await asyncio.gather(*(one(number) for number in range(streams)))
+        c1, w1 = time.process_time(), time.perf_counter()
     writes = await _writes(session, server)
     lag: list[float] = []
     for stream_id, adapter in adapters.items():
@@ -323,7 +347,7 @@ async def measure_lag(
         # Chunk 0 (the role delta) is held by the transport until chunk 1 commits the stream.
         lag += [(seen - sent) * 1000 for seen, sent in zip(adapter.stamps[1:], written[1:], strict=False)]
     completed = sum(1 for result in results if result.status.value == "completed")
-    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, completed)
+    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, completed, gc_full_ms=watch.full())
 
 
 async def measure_lag_floor(

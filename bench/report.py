@@ -171,7 +171,8 @@ class Report:
     def latency(self, result: LatencyResult, *, checked: bool) -> None:
         """Figure 3 for one scenario (*checked*: compared with the target)."""
         rate = 1000 / result.pace_ms
-        label = f"3 ({result.streams} stream{'s' if result.streams > 1 else ''} x {rate:g}/s)"
+        tuned = ", GC tuned" if result.tuned else ""
+        label = f"3 ({result.streams} stream{'s' if result.streams > 1 else ''} x {rate:g}/s{tuned})"
         big = checked
         self.rows += [
             Row(
@@ -191,7 +192,8 @@ class Report:
         ]
         self.sections.append(
             f"Live latency, {result.streams} stream(s) of {result.chunks:,} chunks at one event per "
-            f"{result.pace_ms:g} ms (client CPU {result.cpu_share * 100:.0f}% of one core): "
+            f"{result.pace_ms:g} ms{tuned} (client CPU {result.cpu_share * 100:.0f}% of one core; "
+            f"{_collections(result.gc_full_ms)}): "
             f"{len(result.from_source_ms):,} segments measured, "
             f"{result.excluded} released by the idle timer or the stream's end (not counted), "
             f"{result.unmatched} stream(s) unpaired. "
@@ -228,7 +230,8 @@ class Report:
             f"({result.streams * result.rate:,.0f} chunks/s in all) in one process: "
             f"{len(result.lag_ms):,} chunks measured, lag p50 {_ms(p50)}, p99 {_ms(p99)}, max {_ms(top)}; "
             f"client CPU {result.cpu_seconds:.1f} s over {result.wall_seconds:.1f} s "
-            f"({result.cpu_seconds / result.wall_seconds * 100:.0f}% of one core)."
+            f"({result.cpu_seconds / result.wall_seconds * 100:.0f}% of one core); "
+            f"{_collections(result.gc_full_ms)}."
         )
         if floor is not None:
             f50, f99 = (percentile(floor.lag_ms, q) for q in (50, 99))
@@ -337,3 +340,10 @@ class Report:
             f"{details}\n\n"
             f"{notes}"
         )
+
+
+def _collections(pauses: list[float]) -> str:
+    """How many full garbage collections stopped the loop, and the longest."""
+    if not pauses:
+        return "no full garbage collection"
+    return f"{len(pauses)} full garbage collection(s), the longest {max(pauses):.0f} ms"

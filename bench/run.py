@@ -55,7 +55,8 @@ class Config:
     sizes: tuple[int, int, int]
     """Figure 2's small, middle and large streams."""
     memory_size: int
-    latency: tuple[tuple[int, int, float, bool], ...]
+    latency: tuple[tuple[int, int, float, bool, bool], ...]
+    """Figure 3 runs: (streams, chunks, pace in ms, compared with the target, GC tuned)."""
     """Figure 3's scenarios: (streams, chunks per stream, ms between events, checked against the target)."""
     lag_streams: int
     lag_rate: float
@@ -74,7 +75,12 @@ class Config:
             headline=10_000,
             sizes=(1_000, 10_000, 100_000),
             memory_size=100_000,
-            latency=((1, 2_000, 5.0, False), (200, 500, 20.0, True), (200, 500, 50.0, False)),
+            latency=(
+                (1, 2_000, 5.0, False, False),
+                (200, 500, 20.0, True, False),
+                (200, 500, 20.0, False, True),
+                (200, 500, 50.0, False, False),
+            ),
             lag_streams=500,
             lag_rate=50.0,
             lag_chunks=500,
@@ -93,7 +99,7 @@ class Config:
             headline=200,
             sizes=(100, 200, 400),
             memory_size=400,
-            latency=((1, 100, 5.0, False), (5, 100, 5.0, True)),
+            latency=((1, 100, 5.0, False, False), (5, 100, 5.0, True, False), (5, 100, 5.0, False, True)),
             lag_streams=10,
             lag_rate=200.0,
             lag_chunks=100,
@@ -107,8 +113,8 @@ class Config:
     def specs(self) -> list[CaptureSpec]:
         sizes = {self.headline, *self.sizes, self.memory_size, self.stage_size}
         specs = [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
-        live_sizes = {self.lag_chunks, *(chunks for _, chunks, _, _ in self.latency)}
-        variants = min(live.VARIANTS, max(self.lag_streams, *(streams for streams, _, _, _ in self.latency)))
+        live_sizes = {self.lag_chunks, *(run[1] for run in self.latency)}
+        variants = min(live.VARIANTS, max(self.lag_streams, *(run[0] for run in self.latency)))
         specs += [
             CaptureSpec(size, variant=variant) for size in sorted(live_sizes) for variant in range(variants)
         ]
@@ -160,10 +166,13 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
         if 3 in only or 4 in only:
             async with live.live_session() as session:
                 if 3 in only:
-                    for streams, chunks, pace_ms, checked in config.latency:
-                        report.progress(f"figure 3: {streams} live stream(s), one event per {pace_ms:g} ms")
+                    for streams, chunks, pace_ms, checked, tuned in config.latency:
+                        note = ", GC tuned" if tuned else ""
+                        report.progress(
+                            f"figure 3: {streams} live stream(s), one event per {pace_ms:g} ms{note}"
+                        )
                         result = await live.measure_latency(
-                            server, session, chunks, streams=streams, pace_ms=pace_ms
+                            server, session, chunks, streams=streams, pace_ms=pace_ms, tuned=tuned
                         )
                         report.latency(result, checked=checked)
                 if 4 in only:

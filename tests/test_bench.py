@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.discord import lower_bound
+from bench.gcwatch import TUNED_THRESHOLDS, GcWatch, tuned_gc
 from bench.make_captures import CaptureSpec, capture_name, make_capture
 from bench.server import split_events, split_random
 from bench.stats import percentile
@@ -53,6 +55,7 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
     assert "figure" in done.stdout and "measure" in done.stdout and "target" in done.stdout
     for figure in ("1 (", "2 ", "3 (", "4 (", "5 ("):
         assert f"\n{figure}" in done.stdout, f"no row for figure {figure!r}"
+    assert "GC tuned" in done.stdout
     text = out.read_text(encoding="utf-8")
     assert "## Figures" in text and "nproc" in text and "| chain / floor (a) |" in text
 
@@ -137,3 +140,16 @@ def test_transport_rejects_what_the_standard_library_rejects(data: bytes) -> Non
         assert chunk.error is not None and chunk.error.code == "malformed_response"
         return
     assert repr(_event_chunk("p", data, None).data) == repr(expected)
+
+
+def test_gc_watch_records_collections_and_tuning_is_undone() -> None:
+    """GcWatch sees a full collection; tuned_gc changes the thresholds only while it is active."""
+    before = gc.get_threshold()
+    with GcWatch() as watch:
+        gc.collect()
+        with tuned_gc():
+            assert gc.get_threshold() == TUNED_THRESHOLDS
+            assert gc.get_freeze_count() > 0
+    assert watch.full() and all(ms >= 0 for ms in watch.full())
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
