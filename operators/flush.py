@@ -176,6 +176,8 @@ class Flusher:
     _out: list[Segment] = attrs.field(init=False, factory=list)
     _texts: int = attrs.field(init=False, default=0)
     _closed: bool = attrs.field(init=False, default=False)
+    _unscanned: list[str] = attrs.field(init=False, factory=list)
+    """Live text held but not yet scanned (see ``_defers``)."""
 
     def __attrs_post_init__(self) -> None:
         self._live = self.config.delivery is DeliveryMode.LIVE
@@ -199,6 +201,7 @@ class Flusher:
         """No new text for ``config.live_idle_flush`` seconds: release up to the best safe cut (live mode)."""
         if self._closed or self.capped or not self._live:
             return []
+        self._catch_up()
         self._drain()
         candidates = [cut for cut in self._best if cut is not None and cut.end > self._base]
         tail = self._scanner.tail_cut()
@@ -226,7 +229,9 @@ class Flusher:
             self._route(carry, final=True)
             if self._mode != _VISIBLE:
                 self._end_block()
+            self._catch_up()
             self._scanner.finish()
+        self._catch_up()
         self._drain()
         if self._fed > self._base:
             fence = None if final else self._scanner.fence
@@ -246,6 +251,7 @@ class Flusher:
         self._closed = True
         self._carry = ""
         self._block = []
+        self._unscanned = []
         self._pieces = TextBuffer()
         self._side = []
         self._out = []
@@ -265,6 +271,7 @@ class Flusher:
                 if j > i:
                     self._visible(buf[i:j])
                 i = j
+                self._catch_up()
                 if self._scanner.in_code:
                     self._visible("<")
                     i += 1
@@ -364,6 +371,12 @@ class Flusher:
                 self._tables.extend(scanner.tables)
                 scanner.tables.clear()
             return
+        if self._defers(text):
+            self._unscanned.append(text)
+            self._pieces.append(text)
+            self._fed += len(text)
+            return
+        self._catch_up()
         i, n = 0, len(text)
         while i < n:
             j = text.find("\n", i)
@@ -377,6 +390,31 @@ class Flusher:
             self._fed += len(piece)
             i = j
             self._settle()
+
+    def _defers(self, text: str) -> bool:
+        """Whether live *text* can wait to be scanned: it cannot release anything now.
+
+        Releases need a line break (paragraph cuts, tables, fences and quotes are all
+        decided at one) or the held text reaching a message. Text without a line
+        break, in the middle of a line whose start put the scanner in its quiet
+        state, does neither while it fits: it is scanned later in one piece
+        (``_catch_up``, before anything reads the scanner), which records the same
+        cut points, since the scanner does not depend on chunking.
+        """
+        if "\n" in text or self._room() - len(text) <= 0:
+            return False
+        if self._unscanned:
+            return True
+        scanner = self._scanner
+        return scanner.quiet_path and scanner.mid_line and scanner.quiet
+
+    def _catch_up(self) -> None:
+        """Scan the live text that was held unscanned, and take its cut points."""
+        if self._unscanned:
+            text = "".join(self._unscanned)
+            self._unscanned.clear()
+            self._scanner.feed(text)
+            self._drain()
 
     def _room(self) -> int:
         """Characters that fit before the held text reaches a message (a fence close included)."""

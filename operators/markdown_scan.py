@@ -658,6 +658,21 @@ class MarkdownScanner:
                     return self._code_after(len(head)) > 0
         return self._code_after(self._ticks) > 0
 
+    @property
+    def mid_line(self) -> bool:
+        """Whether the line being read is prose whose kind is decided (not its start, not code)."""
+        return self._kind in (_PLAIN, _LIST, _ROW, _QUOTE)
+
+    @property
+    def quiet(self) -> bool:
+        """Whether nothing is pending that the next characters could settle differently.
+
+        No code, angle bracket, link, held cut or CJK stop is open, and a whitespace run
+        being read holds no line break: text without a line break read now can only
+        record word and sentence cut points.
+        """
+        return self._is_quiet()
+
     def tail_cut(self) -> Cut | None:
         """The cut at the very end of the text fed, when it ends in a whitespace run where a cut is safe."""
         if self.fence is not None or self._kind in (_OPEN_CAND, _CLOSE_CAND) or self._head:

@@ -193,6 +193,33 @@ def test_live_and_aggregated_agree_on_text_thoughts_and_details(
 # -- unit: live boundaries -----------------------------------------------------------------------------------
 
 
+def _steps(config: StreamConfig, chunks: list[str], idle_after: frozenset[int]) -> list[list[Segment]]:
+    """What each call returns: every push, the idle() calls, then the final flush."""
+    flusher = Flusher(config)
+    steps: list[list[Segment]] = []
+    for i, chunk in enumerate(chunks):
+        steps.append(flusher.push(chunk))
+        if i in idle_after:
+            steps.append(flusher.idle())
+    steps.append(flusher.flush(final=True))
+    return steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(RICH, CUTS, st.frozensets(st.integers(0, 25)), st.sampled_from([40, 60, 2000]))
+def test_holding_text_unscanned_changes_no_release(
+    text: str, cuts: list[int], idle_after: frozenset[int], limit: int
+) -> None:
+    """Live text that waits to be scanned is released by the same call, as the same segments."""
+    config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit, max_flushes=10**6)
+    chunks = chunked(text, cuts)
+    deferring = _steps(config, chunks, idle_after)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Flusher, "_defers", lambda self, text: False)
+        scanning = _steps(config, chunks, idle_after)
+    assert deferring == scanning
+
+
 def test_live_releases_each_paragraph_once_the_next_one_starts() -> None:
     """A paragraph is released when the first character after the blank line arrives."""
     flusher = Flusher(LIVE)
