@@ -80,8 +80,12 @@ class DiscordDelivery:
             return from_coro(self._typing)
         if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
             return reactivex.just(Delivery(segment=item))
-        steps = self._steps(item)
-        return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(self, item)))
+        if self.config.render.paced_messages and self.config.delivery is DeliveryMode.LIVE:
+            steps = self._steps(item)
+            return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(self, item)))
+        # One coroutine sends the segment's messages in order: one task, not one per message
+        # and the observables that chain them (disposal cancels it, as it would a step).
+        return from_coro(_SendAll(self, item))
 
     @property
     def coalesces(self) -> bool:
@@ -120,10 +124,10 @@ class DiscordDelivery:
         return out
 
     def _steps(self, segment: Segment) -> list[Observable[SentMessage | None]]:
+        """Paced delivery: each message after a typing pause on the scheduler (a stop cuts the wait)."""
         steps: list[Observable[SentMessage | None]] = []
-        paced = self.config.render.paced_messages and self.config.delivery is DeliveryMode.LIVE
         for index, payload in enumerate(self.payloads(segment)):
-            if paced and (self.delivered > 0 or index > 0):
+            if self.delivered > 0 or index > 0:
                 steps.append(self._pause(len(payload.get("content", ""))))
             steps.append(from_coro(_Send(self, payload)))
         return steps
@@ -219,6 +223,22 @@ class _Send:
 
     async def __call__(self) -> SentMessage | None:
         return await self.delivery._send_one(self.payload)
+
+
+@attrs.frozen
+class _SendAll:
+    """Plans a segment's messages when its turn comes, then sends them one after another."""
+
+    delivery: DiscordDelivery
+    segment: Segment
+
+    async def __call__(self) -> Delivery:
+        sent: list[SentMessage] = []
+        for payload in self.delivery.payloads(self.segment):
+            message = await self.delivery._send_one(payload)
+            if message is not None:
+                sent.append(message)
+        return Delivery(segment=self.segment, messages=tuple(sent), stopped=self.delivery.stopped)
 
 
 @attrs.frozen
