@@ -669,9 +669,23 @@ class MarkdownScanner:
 
         No code, angle bracket, link, held cut or CJK stop is open, and a whitespace run
         being read holds no line break: text without a line break read now can only
-        record word and sentence cut points.
+        record word and sentence cut points (what ``_feed_quiet`` does).
         """
-        return self._is_quiet()
+        return (
+            self._seen
+            and self._deferred is None
+            and not (
+                self._ticks
+                or self._code
+                or self._angle_pending
+                or self._bracket
+                or self._paren
+                or self._after_bracket
+                or self._cjk
+            )
+            and self._angle < 0
+            and (self._ws_start < 0 or self._ws_nl == 0)
+        )
 
     def tail_cut(self) -> Cut | None:
         """The cut at the very end of the text fed, when it ends in a whitespace run where a cut is safe."""
@@ -894,7 +908,7 @@ class MarkdownScanner:
     def _feed_inline(self, text: str, i: int, n: int) -> int:
         """Scan a prose line from ``text[i]``; return after its line break or at the end of *text*."""
         while i < n:
-            if self.quiet_path and self._is_quiet():
+            if self.quiet_path and self.quiet:
                 span = _QUIET_SPAN.match(text, i, n)
                 if span is not None:
                     j = self._feed_quiet(text, i, span.end())
@@ -930,24 +944,6 @@ class MarkdownScanner:
             self.pos += 1
             i += 1
         return i
-
-    def _is_quiet(self) -> bool:
-        """Whether plain prose would only record word and sentence cuts (what ``_feed_quiet`` does)."""
-        return (
-            self._seen
-            and self._deferred is None
-            and not (
-                self._ticks
-                or self._code
-                or self._angle_pending
-                or self._bracket
-                or self._paren
-                or self._after_bracket
-                or self._cjk
-            )
-            and self._angle < 0
-            and (self._ws_start < 0 or self._ws_nl == 0)
-        )
 
     def _feed_quiet(self, text: str, i: int, k: int) -> int:
         """Scan ``text[i:k]`` (a ``_QUIET_SPAN``) in the quiet state, a word at a time.
