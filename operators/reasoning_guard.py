@@ -2,7 +2,7 @@
 
 ``think_strip`` and ``spill_guard`` are both per-stream transducers that
 turn text into ``(visible, reasoning)`` and may hold some back. This module
-threads one through a stream of processed chunks: text chunks leave with
+threads one through a stream of processed chunks (``operators.thread_text``): text chunks leave with
 their content replaced by the visible part and the reasoning appended to
 their thoughts as a ``RAW`` entry (every other field kept; a chunk whose
 text is all held still passes, with empty content); held text is released
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import attrs
-from reactivex import Observable, abc
 
-from pipeline.types import ChunkType, Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from operators.thread_text import thread_text
+from pipeline.types import Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
 
 
 class ReasoningSplitter(Protocol):
@@ -70,37 +70,11 @@ def reasoning_guard(
         An operator on processed chunks.
     """
 
-    def operator(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
-        def subscribe(
-            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            splitter = factory()
+    def on_text(splitter: _S, chunk: ProcessedChunk) -> list[ProcessedChunk]:
+        prepare(splitter, chunk)
+        return [_with_split(chunk, *splitter.feed(chunk.content))]
 
-            def on_next(chunk: ProcessedChunk) -> None:
-                try:
-                    if chunk.type is ChunkType.TEXT:
-                        prepare(splitter, chunk)
-                        out = [_with_split(chunk, *splitter.feed(chunk.content))]
-                    else:
-                        out = [*_released(*splitter.finish()), chunk]
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for item in out:
-                    observer.on_next(item)
+    def release(splitter: _S, _before: ProcessedChunk | None) -> list[ProcessedChunk]:
+        return _released(*splitter.finish())
 
-            def on_completed() -> None:
-                try:
-                    out = _released(*splitter.finish())
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for item in out:
-                    observer.on_next(item)
-                observer.on_completed()
-
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+    return thread_text(factory, on_text, release)

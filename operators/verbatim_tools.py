@@ -80,8 +80,9 @@ from collections.abc import Iterable
 from typing import Any, Final, TypeAlias
 
 import attrs
-from reactivex import Observable, abc
+from reactivex import Observable
 
+from operators.thread_text import thread_text
 from pipeline.types import ChunkType, FunctionCall, Operator, ProcessedChunk
 
 MAX_CALL_CHARS: Final = 64 * 1024
@@ -472,39 +473,15 @@ class _VerbatimTools:
     def __call__(self, source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
         """Apply the parser to *source*, with a fresh parser per subscription."""
         names = self.tool_names
+        return thread_text(lambda: VerbatimToolParser(names), _on_text, _release)(source)
 
-        def subscribe(
-            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            parser = VerbatimToolParser(names)
 
-            def on_next(chunk: ProcessedChunk) -> None:
-                try:
-                    if chunk.type is ChunkType.TEXT:
-                        chunks = _derive(chunk, parser.feed(chunk.content))
-                    else:
-                        # function_call, error and done all end the stream at the orchestrator:
-                        # anything still held must be resolved before them or it is lost.
-                        chunks = [*_plain(parser.finish(), chunk.serving_provider), chunk]
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for out in chunks:
-                    observer.on_next(out)
+def _on_text(parser: VerbatimToolParser, chunk: ProcessedChunk) -> list[ProcessedChunk]:
+    return _derive(chunk, parser.feed(chunk.content))
 
-            def on_completed() -> None:
-                try:
-                    chunks = _plain(parser.finish(), None)
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for out in chunks:
-                    observer.on_next(out)
-                observer.on_completed()
 
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
+def _release(parser: VerbatimToolParser, before: ProcessedChunk | None) -> list[ProcessedChunk]:
+    return _plain(parser.finish(), before.serving_provider if before is not None else None)
 
 
 def _identity(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
