@@ -48,7 +48,7 @@ from bench.server import ServerProcess
 from bench.stats import percentile
 from pipeline.config import StreamConfig
 from pipeline.request import ChatRequest
-from pipeline.run import run_stream
+from pipeline.run import StreamJob, run_stream
 from pipeline.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
 from pipeline.types import ChunkNormalizer, DeliveryMode, ProcessedChunk, ProviderError, RawStreamChunk
 from providers.base import DegradationPolicy, HttpRequest
@@ -71,6 +71,24 @@ def stream_capture(chunks: int, number: int) -> str:
 def live_session() -> aiohttp.ClientSession:
     """A session without aiohttp's 100-connection cap (hundreds of streams at once)."""
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+
+
+def _paced_url(
+    server: ServerProcess, chunks: int, number: int, streams: int, pace_ms: float, stream_id: str
+) -> str:
+    """Stream *number* of *streams*: one event per *pace_ms*, started at its share of one interval."""
+    return server.url(
+        stream_capture(chunks, number),
+        "event",
+        pace_ms=pace_ms,
+        phase_ms=pace_ms * number / streams,
+        stream_id=stream_id,
+    )
+
+
+def _live_job(session: aiohttp.ClientSession, url: str, config: StreamConfig, number: int) -> StreamJob:
+    """A stream into a memory sink, on a channel of its own."""
+    return rxcord_job(session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number))
 
 
 async def _writes(session: aiohttp.ClientSession, server: ServerProcess) -> dict[str, list[float]]:
@@ -180,17 +198,9 @@ async def measure_latency(
 
     async def one(number: int) -> _Stream:
         stream_id = f"lat{number}"
-        url = server.url(
-            stream_capture(chunks, number),
-            "event",
-            pace_ms=pace_ms,
-            phase_ms=pace_ms * number / streams,
-            stream_id=stream_id,
-        )
+        url = _paced_url(server, chunks, number, streams, pace_ms, stream_id)
         timeline = Timeline()
-        job = rxcord_job(
-            session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number)
-        )
+        job = _live_job(session, url, config, number)
         await run_stream(job, timeline=timeline, nonce_prefix="bench")
         return _Stream(stream_id, timeline, time.monotonic() - timeline.now())
 
@@ -324,17 +334,8 @@ async def measure_lag(
     async def one(number: int) -> Any:
         stream_id = f"lag{number}"
         adapter = adapters[stream_id] = _StampedAdapter()
-        url = server.url(
-            stream_capture(chunks, number),
-            "event",
-            pace_ms=pace_ms,
-            phase_ms=pace_ms * number / streams,
-            stream_id=stream_id,
-        )
-        job = rxcord_job(
-            session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number)
-        )
-        job = attrs.evolve(job, adapter=adapter)
+        url = _paced_url(server, chunks, number, streams, pace_ms, stream_id)
+        job = attrs.evolve(_live_job(session, url, config, number), adapter=adapter)
         return await run_stream(job, nonce_prefix="bench")
 
     with GcWatch() as watch:
@@ -367,13 +368,7 @@ async def measure_lag_floor(
     async def one(number: int) -> bool:
         stream_id = f"floor{number}"
         seen = stamps[stream_id] = []
-        url = server.url(
-            stream_capture(chunks, number),
-            "event",
-            pace_ms=pace_ms,
-            phase_ms=pace_ms * number / streams,
-            stream_id=stream_id,
-        )
+        url = _paced_url(server, chunks, number, streams, pace_ms, stream_id)
         splitter = Splitter()
         async with session.post(f"{url}/chat/completions", json=REQUEST_BODY) as response:
             async for piece in response.content.iter_any():
