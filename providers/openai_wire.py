@@ -561,10 +561,7 @@ class ChatCompletionsNormalizer:
             return False
         if text:
             self._reasoning_content.append(text)
-        if flat:
-            thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=flat))
-        if text and text != flat:
-            thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=text))
+        thoughts.extend(_flat_entries(flat, text))
         if thoughts:
             self._spill.note_reasoning()
         return True
@@ -732,12 +729,7 @@ class ChatCompletionsNormalizer:
             self._reasoning_content.append(content)
         if not details_text:
             # The details, when they carry text, already hold what the flat fields repeat.
-            flat_entries = []
-            if isinstance(flat, str) and flat:
-                flat_entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=flat))
-            if isinstance(content, str) and content and content != flat:
-                flat_entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=content))
-            entries = flat_entries + entries
+            entries = _flat_entries(flat, content) + entries
         return entries
 
     def _merge_detail(self, item: Mapping[str, Any]) -> None:
@@ -960,6 +952,16 @@ class ChatCompletionsNormalizer:
             chunk if chunk.serving_provider else attrs.evolve(chunk, serving_provider=serving)
             for chunk in out.chunks
         ]
+
+
+def _flat_entries(reasoning: object, reasoning_content: object) -> list[ThoughtLogEntry]:
+    """Thought entries of the flat fields: ``reasoning``, then ``reasoning_content`` unless a repeat."""
+    entries: list[ThoughtLogEntry] = []
+    if isinstance(reasoning, str) and reasoning:
+        entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
+    if isinstance(reasoning_content, str) and reasoning_content and reasoning_content != reasoning:
+        entries.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning_content))
+    return entries
 
 
 def _content_parts(parts: list[Any]) -> tuple[str, str]:
