@@ -269,7 +269,7 @@ _PLAIN_RUN: Final = re.compile(r"[^\s`<>\[\]().!?…。！？\"')*_~”’»」�
 """Characters that change no scanner state beyond ``sentence = False``."""
 _QUIET_SPAN: Final = re.compile(r"[^\n`<>\[\]()。！？]+")
 """Prose the quiet path reads in one go: no line break, code, angle, link or CJK full stop."""
-_SPACE_RUN: Final = re.compile(r"[^\S\n]+")
+_SPACE_RUN_OR_END: Final = re.compile(r"[^\S\n]+|$")
 _CLOSER_CHARS: Final = "".join(_CLOSERS)
 _WORD: Final = int(Level.WORD)
 _SENTENCE: Final = int(Level.SENTENCE)
@@ -961,8 +961,9 @@ class MarkdownScanner:
         sentence = self._sentence
         started = False
         j = i
-        for run in _SPACE_RUN.finditer(text, i, k):
-            start = run.start()
+        # Each whitespace run, then an empty match at the end of the span.
+        for run in _SPACE_RUN_OR_END.finditer(text, i, k):
+            start, end = run.span()
             if start > j:
                 if ws_start >= 0:
                     c = text[j]
@@ -972,23 +973,12 @@ class MarkdownScanner:
                         add(ws_start, base + j, _SENTENCE if ws_sentence else _WORD)
                     ws_start = -1
                 sentence = _ends_sentence(text, j, start, sentence)
+                j = start
+            if start == end:
+                break
             if ws_start < 0:
                 ws_start, ws_ok, ws_sentence, started = base + start, ok, sentence, True
-            j = run.end()
-        else:
-            if k > j:
-                stop = False
-                if ws_start >= 0:
-                    c = text[j]
-                    if c in _MARKER_START:
-                        stop = True
-                    else:
-                        if ws_ok and not (c >= "\u0300" and _is_extend(c)):
-                            add(ws_start, base + j, _SENTENCE if ws_sentence else _WORD)
-                        ws_start = -1
-                if not stop:
-                    sentence = _ends_sentence(text, j, k, sentence)
-                    j = k
+            j = end
         if started:
             self._ws_nl, self._ws_block = 0, False
         self._ws_start, self._ws_ok, self._ws_sentence = ws_start, ws_ok, ws_sentence
