@@ -229,9 +229,9 @@ class Flusher:
             self._route(carry, final=True)
             if self._mode != _VISIBLE:
                 self._end_block()
-            self._catch_up()
-            self._scanner.finish()
         self._catch_up()
+        if final:
+            self._scanner.finish()
         self._drain()
         if self._fed > self._base:
             fence = None if final else self._scanner.fence
