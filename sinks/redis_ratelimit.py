@@ -29,15 +29,18 @@ What changes when several processes share a bucket
 In-process, a bucket's ``asyncio.Lock`` keeps one request per bucket in
 flight, so every response describes the bucket as it is. Across processes two
 requests can be in flight on one bucket, and a response may describe the
-bucket *before* the other request arrived. Overwriting ``remaining`` with it
-would over-count free slots. So each take gets a sequence number, and a
-response for take ``s`` is applied as ``remaining = R - (takes after s)``
-(every later take counted as not yet seen by Discord, which can only
-under-count), and a response older than the last one applied is ignored.
+bucket *before* the other requests arrived, and requests taken in one order
+can reach Discord in another. Overwriting ``remaining`` with it would
+over-count free slots. So each take gets a sequence number and each answer
+counts as done on its key; a response for take ``s`` is applied as
+``remaining = R - (takes still in flight)`` (every other unanswered take,
+earlier or later, counted as not yet seen by Discord, which can only
+under-count), and a response older than the last one applied is ignored. A
+bucket refilled without an answer starts a new window (``reset_at`` moves on
+by the window the headers implied) and forgets answers that never came.
 With one process per bucket (the usual case: a channel's stream runs in one
-process, and the per-process FIFO lock is kept for order) nothing is taken
-after ``s`` before the answer is learnt, and this is exactly the in-process
-update.
+process, and the per-process FIFO lock is kept for order) nothing else is in
+flight when the answer is learnt, and this is exactly the in-process update.
 
 The global meter is a GCRA shared by all processes. In-process it is polled
 (wait, re-check, take). Two hundred streams polling one Redis key would wake
@@ -132,16 +135,23 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 60)
 redis.call('PEXPIRE', KEYS[3], ttl)
 local peers = redis.call('ZCARD', KEYS[3])
 
-local b = redis.call('HMGET', key, 'limit', 'remaining', 'reset_at', 'slot_at', 'blocked_until', 'seq')
+local b = redis.call('HMGET', key, 'limit', 'remaining', 'reset_at', 'slot_at', 'blocked_until', 'seq',
+  'window')
 local limit = tonumber(b[1])
 local remaining = tonumber(b[2])
 local reset_at = tonumber(b[3]) or 0
 local slot_at = tonumber(b[4]) or 0
 local seq = tonumber(b[6]) or 0
+local window = tonumber(b[7])
 local delay = (tonumber(b[5]) or 0) - now
 if remaining ~= nil and remaining <= 0 then
   if now + 1e-9 >= reset_at then
+    -- Refilled without an answer: the next window starts now (other processes take
+    -- from it before any response tells us more, so it must not refill again at once).
     remaining = limit
+    if window then reset_at = now + window end
+    -- Answers that never came (a lost response) stop counting as in flight.
+    redis.call('HSET', key, 'done', seq)
   else
     delay = math.max(delay, slot_at - now)
   end
@@ -158,7 +168,8 @@ if remaining ~= nil then
   if remaining <= 0 and slot_at <= now then
     slot_at = reset_at
   end
-  redis.call('HSET', key, 'seq', seq, 'remaining', remaining, 'slot_at', fmt(slot_at))
+  redis.call('HSET', key, 'seq', seq, 'remaining', remaining, 'reset_at', fmt(reset_at),
+    'slot_at', fmt(slot_at))
 else
   redis.call('HSET', key, 'seq', seq)
 end
@@ -196,6 +207,11 @@ if ARGV[5] ~= '' then
   end
 end
 
+-- Every answer counts as done on the key its take used, headers or not: the takes on a
+-- key that are not done are in flight (see the module docstring).
+local done = redis.call('HINCRBY', KEYS[1], 'done', 1)
+redis.call('PEXPIRE', KEYS[1], ttl)
+
 local limit = tonumber(ARGV[7])
 local seen = tonumber(ARGV[8])
 local reset_after = tonumber(ARGV[9])
@@ -210,8 +226,10 @@ if limit and seen and reset_after and limit > 0 then
   local remaining
   if foreign then
     -- Discovery: the take was filed under the route key (or an old hash), so the
-    -- target's own takes are unknown to this answer and ours unknown to the target.
-    pending = seq - aseq
+    -- target's own takes are unknown to this answer and ours unknown to the target;
+    -- nor are the other takes still in flight on the old key.
+    local old_seq = tonumber(redis.call('HGET', KEYS[1], 'seq')) or 0
+    pending = seq - aseq + math.max(0, old_seq - done)
     remaining = seen - pending
     if b[1] then
       local stored = tonumber(b[2])
@@ -221,7 +239,9 @@ if limit and seen and reset_after and limit > 0 then
   elseif take_seq <= aseq then
     apply = false  -- a newer answer was applied already
   else
-    pending = seq - take_seq
+    -- Every other take still in flight, later *and* earlier ones: requests from several
+    -- processes can reach Discord in another order than they were taken.
+    pending = math.max(0, seq - done)
     remaining = seen - pending
     aseq = take_seq
   end
@@ -236,6 +256,10 @@ if limit and seen and reset_after and limit > 0 then
     end
     redis.call('HSET', target, 'limit', limit, 'remaining', remaining, 'reset_at', fmt(reset_at),
       'slot_at', fmt(slot_at), 'aseq', aseq)
+    if seen < limit then
+      -- A sliding bucket: each request adds window / limit to reset_after.
+      redis.call('HSET', target, 'window', fmt(reset_after * limit / (limit - seen)))
+    end
     redis.call('PEXPIRE', target, ttl)
   end
 end

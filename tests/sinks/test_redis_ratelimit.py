@@ -322,3 +322,52 @@ async def _worker(spec: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     asyncio.run(_worker(json.loads(sys.argv[1])))
+
+
+def _headers(remaining: int, reset_after: float, limit: int = 5) -> dict[str, str]:
+    return {
+        "X-RateLimit-Limit": str(limit),
+        "X-RateLimit-Remaining": str(remaining),
+        "X-RateLimit-Reset-After": str(reset_after),
+    }
+
+
+async def test_redis_answers_out_of_take_order_leave_no_slot_counted_twice(redis_url: str) -> None:
+    """Four takes in flight; the last one reaches Discord first: its answer still counts the other three."""
+    limiter = RedisRateLimiter(redis_url, namespace=_namespace(), global_limit=1000)
+    route = Route("POST", "/channels/{channel_id}/messages", ("1",))
+    try:
+        # The bucket is known (limit 5, empty), then four processes take at once.
+        first = await limiter.take(route)
+        assert first is not None and first.taken
+        await limiter.learn_shared(first.key, first.seq, route, _headers(4, 0.1), None)
+        grants = [await limiter.take(route) for _ in range(4)]
+        assert all(grant is not None and grant.taken for grant in grants)
+        last = grants[-1]
+        assert last is not None
+        # Discord saw the last take first (remaining 3 after it): three more are still on their way.
+        await limiter.learn_shared(last.key, last.seq, route, _headers(3, 0.2), None)
+        after = await limiter.take(route)
+        assert after is not None and not after.taken and after.delay > 0
+    finally:
+        await limiter.aclose()
+
+
+async def test_redis_a_bucket_refilled_without_an_answer_refills_once(redis_url: str) -> None:
+    """After a window with no answer, the bucket allows one window's worth, not an endless refill."""
+    limiter = RedisRateLimiter(redis_url, namespace=_namespace(), global_limit=1000)
+    route = Route("POST", "/channels/{channel_id}/messages", ("2",))
+    try:
+        first = await limiter.take(route)
+        assert first is not None and first.taken
+        # Empty now, full again 0.1 s later (a 5 / 0.1 s bucket).
+        await limiter.learn_shared(first.key, first.seq, route, _headers(0, 0.1), None)
+        await asyncio.sleep(0.15)
+        taken = 0
+        for _ in range(8):
+            grant = await limiter.take(route)
+            assert grant is not None
+            taken += grant.taken
+        assert taken == 5
+    finally:
+        await limiter.aclose()
