@@ -10,10 +10,10 @@ reasoning collected) so the runner can check that all of them did the same work.
   same splitter and orjson decode each event.
 * ``openai_sdk``: (c) the official OpenAI Python SDK streaming the same server
   (``AsyncOpenAI.chat.completions.create(stream=True)``) and collecting content.
-* ``rxcord_chain``: the full seven-stage chain (``pipeline.run.run_stream``:
+* ``rxcord_chain``: the full seven-stage chain (``rxcord.compose.run.run_stream``:
   transport, SSE parser, normalizer, idle timeout, stop gate, scan, flusher,
   cleaner, typing heartbeat, serialized delivery, result fold) with aggregated
-  delivery into ``sinks.memory.MemorySink``.
+  delivery into ``rxcord.sinks.memory.MemorySink``.
 """
 
 from __future__ import annotations
@@ -34,14 +34,13 @@ from typing import Any
 import aiohttp
 import attrs
 import orjson
-
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.request import ChatRequest, Message
-from pipeline.run import StreamJob, run_stream
-from pipeline.state import StreamResult
-from providers.openai import OpenAIAdapter
-from providers.transport import TransportConfig
-from sinks.memory import MemorySink
+from rxcord.compose.run import StreamJob, run_stream
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.request import ChatRequest, Message
+from rxcord.core.state import StreamResult
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.transport import TransportConfig
+from rxcord.sinks.memory import MemorySink
 
 REQUEST_BODY = {
     "model": "gpt-4o-mini",

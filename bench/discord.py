@@ -25,11 +25,10 @@ import time
 
 import aiohttp
 import attrs
-
-from pipeline.config import StreamContext
-from sinks.emulator import DiscordEmulator, EmulatorConfig
-from sinks.ratelimit import RateLimiter
-from sinks.rest import RestSink
+from rxcord.core.config import StreamContext
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.sinks.ratelimit import RateLimiter
+from rxcord.sinks.rest import RestSink
 
 
 @attrs.frozen

@@ -5,7 +5,7 @@ records when it wrote each one on ``time.monotonic``, which every process on
 the machine shares. Streams start spread over one pace interval, as
 independent conversations would be.
 
-Figure 3. Each stream runs with a ``pipeline.timeline.Timeline``: the chain's
+Figure 3. Each stream runs with a ``rxcord.operators.timeline.Timeline``: the chain's
 own recorder of when the source emitted each raw chunk (stage 02), when each
 segment left the cleaner (stage 06) and when each sink call started (stage 07).
 A text segment released while a chunk was moving through the chain (a
@@ -40,20 +40,20 @@ from typing import Any
 import aiohttp
 import attrs
 import orjson
+from rxcord.compose.run import StreamJob, run_stream
+from rxcord.core.config import StreamConfig
+from rxcord.core.request import ChatRequest
+from rxcord.core.types import ChunkNormalizer, DeliveryMode, ProcessedChunk, ProviderError, RawStreamChunk
+from rxcord.operators.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
+from rxcord.providers.base import DegradationPolicy, HttpRequest
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.sinks.memory import MemorySink
 
 from bench.clients import REQUEST_BODY, Splitter, rxcord_job
 from bench.gcwatch import GcWatch, tuned_gc
 from bench.make_captures import capture_name
 from bench.server import ServerProcess
 from bench.stats import percentile
-from pipeline.config import StreamConfig
-from pipeline.request import ChatRequest
-from pipeline.run import StreamJob, run_stream
-from pipeline.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
-from pipeline.types import ChunkNormalizer, DeliveryMode, ProcessedChunk, ProviderError, RawStreamChunk
-from providers.base import DegradationPolicy, HttpRequest
-from providers.openai import OpenAIAdapter
-from sinks.memory import MemorySink
 
 LIVE = StreamConfig(delivery=DeliveryMode.LIVE, max_messages=100_000, max_flushes=100_000)
 """Live delivery, without the per-turn caps (long benchmark streams are not runaway replies)."""

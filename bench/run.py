@@ -32,13 +32,13 @@ from typing import Any
 
 import aiohttp
 import attrs
+from rxcord.sinks.emulator import EmulatorConfig
+from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
 from bench import cost, discord, live, stages
 from bench.make_captures import CaptureSpec, capture_name, ensure_captures
 from bench.report import Report
 from bench.server import ServerProcess, split_random
-from sinks.emulator import EmulatorConfig
-from sinks.ratelimit import DEFAULT_GLOBAL_METER
 
 HERE = Path(__file__).resolve().parent
 

@@ -34,10 +34,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import StreamContext
-from sinks.emulator import DiscordEmulator, EmulatorConfig
-from sinks.redis_ratelimit import RedisRateLimiter
-from sinks.rest import RestSink
+from rxcord.core.config import StreamContext
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.sinks.redis_ratelimit import RedisRateLimiter
+from rxcord.sinks.rest import RestSink
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "emulator-token"

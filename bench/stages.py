@@ -9,7 +9,7 @@ of one capture cut as the server cuts them:
   runs it (the SSE parser, JSON decoding, the normalizer, the scan step, the
   flusher, the cleaner, payload planning and the 2000-character split, the
   result fold);
-* the whole chain (``pipeline.chain.build_chain``) fed the same decoded chunks
+* the whole chain (``rxcord.compose.chain.build_chain``) fed the same decoded chunks
   from memory on the asyncio scheduler, with aggregated delivery into a
   ``MemorySink``: stages 03-07 with their Rx plumbing, without the transport.
 
@@ -33,23 +33,22 @@ import attrs
 import reactivex
 from reactivex import abc
 from reactivex.disposable import Disposable
-
-from operators.accumulate import route
-from operators.clean import SegmentCleaner
-from operators.collect_result import ResultBuilder
-from operators.flush import Flusher
-from pipeline.aio import drain
-from pipeline.chain import build_chain
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.delivery import DiscordDelivery
-from pipeline.state import Segment, StreamResult, StreamState
-from pipeline.stops import StopHandle
-from pipeline.text_buffer import TextBuffer
-from pipeline.types import ProcessedChunk, RawStreamChunk, SegmentKind
-from providers import transport
-from providers.openai import OpenAIAdapter
-from providers.sse import SseParser
-from sinks.memory import MemorySink
+from rxcord.compose.chain import build_chain
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.state import Segment, StreamResult, StreamState
+from rxcord.core.stops import StopHandle
+from rxcord.core.text_buffer import TextBuffer
+from rxcord.core.types import ProcessedChunk, RawStreamChunk, SegmentKind
+from rxcord.operators.accumulate import route
+from rxcord.operators.aio import drain
+from rxcord.operators.clean import SegmentCleaner
+from rxcord.operators.collect_result import ResultBuilder
+from rxcord.operators.flush import Flusher
+from rxcord.providers import transport
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.sse import SseParser
+from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.memory import MemorySink
 
 LOGIC_03_07 = (
     "03 normalizer",

@@ -1,5 +1,1 @@
-"""operators package of rxcord."""
-
-from loguru import logger
-
-logger.disable(__name__)
+"""rxcord.operators: the pure stage functions and the thin Rx operators of stages 03-06."""

@@ -24,9 +24,8 @@ from __future__ import annotations
 __all__ = ("accumulate", "route")
 
 from reactivex import Observable, abc
-
-from pipeline.state import StreamState
-from pipeline.types import (
+from rxcord.core.state import StreamState
+from rxcord.core.types import (
     ChunkType,
     ErrorType,
     FinishReason,

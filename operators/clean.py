@@ -8,7 +8,7 @@ zero-width characters. ``clean_text`` removes them and nothing else.
 
 What is kept, on purpose:
 
-- code (fenced and inline, see ``operators.render.split_code``), byte for
+- code (fenced and inline, see ``rxcord.operators.render.split_code``), byte for
   byte: a ``<think>`` or a ``\u200b`` inside code is content;
 - ``\n`` and ``\t``; a ``\r`` is dropped (so ``\r\n`` becomes ``\n``);
 - a ZWJ or ZWNJ between two emoji (family and profession sequences) or
@@ -29,7 +29,7 @@ only removes characters, except that one space, which later sweeps keep, so
 repeating ends (real text settles after one or two sweeps).
 
 The ``clean`` operator applies it to ``TEXT`` segments, then the render
-modifiers (``operators.render.apply_render``).
+modifiers (``rxcord.operators.render.apply_render``).
 """
 
 from __future__ import annotations
@@ -44,12 +44,11 @@ from typing import Final
 
 import attrs
 from reactivex import Observable, abc
-
-from operators.reasoning_tags import TAG_START_RE, strip_think_tags
-from operators.render import apply_render, split_code
-from pipeline.config import StreamConfig
-from pipeline.state import Segment
-from pipeline.types import DeliveryMode, Operator, SegmentKind
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import Segment
+from rxcord.core.types import DeliveryMode, Operator, SegmentKind
+from rxcord.operators.reasoning_tags import TAG_START_RE, strip_think_tags
+from rxcord.operators.render import apply_render, split_code
 
 ROLE_NAMES: Final = ("assistant", "ai", "bot", "model")
 """Generic role labels removed (case-insensitively) when a reply starts with ``Label:``."""

@@ -19,10 +19,9 @@ from collections.abc import Sequence
 import attrs
 from reactivex import Observable, abc
 from reactivex import operators as ops
-
-from pipeline.state import Delivery, SentMessage, StreamResult, StreamState
-from pipeline.text_buffer import TextBuffer
-from pipeline.types import (
+from rxcord.core.state import Delivery, SentMessage, StreamResult, StreamState
+from rxcord.core.text_buffer import TextBuffer
+from rxcord.core.types import (
     ErrorType,
     FinishReason,
     FunctionCall,

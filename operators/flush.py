@@ -8,7 +8,7 @@ word, a mention, a code block or a ``<think>`` tag. ``Flusher`` keeps the
 text until a piece of it is safe to send, and hands it on as ``Segment``s.
 
 Routing. Outside code, in-band reasoning blocks (``OPEN_RE`` ... ``CLOSE_RE``
-from ``operators.reasoning_tags``) become ``THOUGHT`` segments and
+from ``rxcord.operators.reasoning_tags``) become ``THOUGHT`` segments and
 ``<details>`` blocks (nested ones included) become ``DETAILS`` segments, each
 holding the text between its tags; both are sent when their closing tag
 arrives (or at the final flush, unclosed) and never reach the visible text,
@@ -18,7 +18,7 @@ a tag is at most 64 characters long. Tags inside fenced or inline code are
 text. Blocks that are whitespace only are not sent.
 
 Cutting. The visible text goes through ``MarkdownScanner``, which records the
-places where a cut is safe (see ``operators.markdown_scan``: never inside a
+places where a cut is safe (see ``rxcord.operators.markdown_scan``: never inside a
 fenced block, inline code, a table, a list item line being written, a mention,
 custom emoji, ``<...>`` construct or masked link, nor between whitespace and a
 combining mark, nor on a space that would put ``- ``, ``> ``, ``# ``, ``1. `` or a
@@ -77,8 +77,20 @@ import attrs
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable
-
-from operators.markdown_scan import (
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import Segment, StreamState
+from rxcord.core.text_buffer import TextBuffer
+from rxcord.core.types import (
+    DeliveryMode,
+    ErrorType,
+    Operator,
+    ProviderError,
+    SegmentKind,
+    StopKind,
+    StopSignal,
+    StreamStatus,
+)
+from rxcord.operators.markdown_scan import (
     Cut,
     CutList,
     Fence,
@@ -88,26 +100,13 @@ from operators.markdown_scan import (
     TableSpan,
     render_table,
 )
-from operators.quiet_timer import QuietTimer
-from operators.reasoning_tags import (
+from rxcord.operators.quiet_timer import QuietTimer
+from rxcord.operators.reasoning_tags import (
     CLOSE_RE,
     DETAILS_CLOSE_RE,
     DETAILS_OPEN_RE,
     OPEN_RE,
     partial_tag_len,
-)
-from pipeline.config import StreamConfig
-from pipeline.state import Segment, StreamState
-from pipeline.text_buffer import TextBuffer
-from pipeline.types import (
-    DeliveryMode,
-    ErrorType,
-    Operator,
-    ProviderError,
-    SegmentKind,
-    StopKind,
-    StopSignal,
-    StreamStatus,
 )
 
 _log = logger.bind(stage="05-flush")
@@ -694,7 +693,7 @@ def flush(
                 if not ended:
                     emit(flusher.idle())
 
-            # One armed timer at most, not one per chunk (see operators.quiet_timer).
+            # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
             timer = QuietTimer(scheduler, config.live_idle_flush, on_idle) if live and scheduler else None
 
             def stop_timer() -> None:

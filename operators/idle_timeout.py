@@ -19,9 +19,8 @@ from datetime import datetime
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
-
-from operators.quiet_timer import QuietTimer
-from pipeline.types import ErrorType, Operator, ProcessedChunk, ProviderError
+from rxcord.core.types import ErrorType, Operator, ProcessedChunk, ProviderError
+from rxcord.operators.quiet_timer import QuietTimer
 
 
 class _Watch:
@@ -77,7 +76,7 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
                 observer.on_next(_timeout_chunk(seconds))
                 observer.on_completed()
 
-            # One armed timer at most, not one per chunk (see operators.quiet_timer).
+            # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
             timer = QuietTimer(scheduler, seconds, quiet)
 
             def on_next(chunk: ProcessedChunk) -> None:

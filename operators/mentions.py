@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeAlias
 
-from operators.render import protected_spans, split_code
+from rxcord.operators.render import protected_spans, split_code
 
 MentionResolver: TypeAlias = Callable[[str], str | None]
 """Display name -> user id (``None``: unknown). Provided by the caller, who knows the guild's members."""

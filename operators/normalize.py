@@ -15,8 +15,14 @@ from collections.abc import Callable, Sequence
 
 from loguru import logger
 from reactivex import Observable, abc
-
-from pipeline.types import ChunkNormalizer, ErrorType, Operator, ProcessedChunk, ProviderError, RawStreamChunk
+from rxcord.core.types import (
+    ChunkNormalizer,
+    ErrorType,
+    Operator,
+    ProcessedChunk,
+    ProviderError,
+    RawStreamChunk,
+)
 
 _log = logger.bind(stage="03-normalize")
 

@@ -17,8 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 from reactivex import Observable, abc
-
-from pipeline.types import ChunkType, Operator, ProcessedChunk
+from rxcord.core.types import ChunkType, Operator, ProcessedChunk
 
 
 @attrs.define

@@ -2,7 +2,7 @@
 
 ``think_strip`` and ``spill_guard`` are both per-stream transducers that
 turn text into ``(visible, reasoning)`` and may hold some back. This module
-threads one through a stream of processed chunks (``operators.thread_text``): text chunks leave with
+threads one through a stream of processed chunks (``rxcord.operators.thread_text``): text chunks leave with
 their content replaced by the visible part and the reasoning appended to
 their thoughts as a ``RAW`` entry (every other field kept; a chunk whose
 text is all held still passes, with empty content); held text is released
@@ -18,9 +18,8 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import attrs
-
-from operators.thread_text import thread_text
-from pipeline.types import Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from rxcord.core.types import Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from rxcord.operators.thread_text import thread_text
 
 
 class ReasoningSplitter(Protocol):

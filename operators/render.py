@@ -39,7 +39,7 @@ import random
 import re
 from typing import Final
 
-from pipeline.config import RenderModifiers
+from rxcord.core.config import RenderModifiers
 
 COMMA_SPLIT_P: Final = 0.35
 """Chance that a comma followed by whitespace ends the message (the comma is dropped, texting style)."""

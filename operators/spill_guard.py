@@ -53,9 +53,8 @@ import unicodedata
 from typing import Final
 
 import attrs
-
-from operators.reasoning_guard import reasoning_guard
-from pipeline.types import Operator, ProcessedChunk
+from rxcord.core.types import Operator, ProcessedChunk
+from rxcord.operators.reasoning_guard import reasoning_guard
 
 DEFAULT_DECISION_LIMIT: Final = 200
 """A glued boundary must start within this many characters of the content to count."""

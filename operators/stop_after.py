@@ -10,9 +10,8 @@ from __future__ import annotations
 __all__ = ("stop_after",)
 
 from reactivex import Observable, abc
-
-from pipeline.state import StreamState
-from pipeline.types import Operator, StopKind, StopSignal
+from rxcord.core.state import StreamState
+from rxcord.core.types import Operator, StopKind, StopSignal
 
 
 def stop_after(

@@ -15,7 +15,7 @@ defers a stop that arrives while it is delivering a chunk until that
 delivery returns, so a stop always lands *between* two chunks.
 
 Hard kills are not handled here (they dispose the whole chain at once; see
-``operators.collect_result``), so the gate ignores ``StopKind.KILL``.
+``rxcord.operators.collect_result``), so the gate ignores ``StopKind.KILL``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ __all__ = ("stop_gate",)
 from reactivex import Observable, abc
 from reactivex import operators as ops
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
-
-from pipeline.types import Operator, ProcessedChunk, StopKind, StopSignal
+from rxcord.core.types import Operator, ProcessedChunk, StopKind, StopSignal
 
 
 def _not_kill(signal: StopSignal) -> bool:

@@ -3,7 +3,7 @@
 The clean path is a provider that returns reasoning in its own field. Some
 OpenAI-compatible backends instead leak it into ``delta.content`` wrapped in
 think tags (``<think>``, ``<mm:think>``, ``</ns:think >``; the one definition
-of the tag shape is ``operators.reasoning_tags``). This module is the seed's
+of the tag shape is ``rxcord.operators.reasoning_tags``). This module is the seed's
 *ThinkBlockContentStripper*: a per-stream transducer that splits content into
 visible text and reasoning, plus the operator that threads it through a
 ``ProcessedChunk`` stream.
@@ -60,10 +60,9 @@ import re
 from typing import Final
 
 import attrs
-
-from operators.reasoning_guard import reasoning_guard
-from operators.reasoning_tags import MAX_TAG_LEN, TAG_RE, partial_tag_len
-from pipeline.types import Operator, ProcessedChunk
+from rxcord.core.types import Operator, ProcessedChunk
+from rxcord.operators.reasoning_guard import reasoning_guard
+from rxcord.operators.reasoning_tags import MAX_TAG_LEN, TAG_RE, partial_tag_len
 
 DEFAULT_START_WINDOW: Final = 256
 """Characters at the start of a stream that a stray closer can still turn into reasoning."""

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from reactivex import Observable, abc
-
-from pipeline.types import ChunkType, Operator, ProcessedChunk
+from rxcord.core.types import ChunkType, Operator, ProcessedChunk
 
 _S = TypeVar("_S")
 

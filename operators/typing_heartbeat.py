@@ -16,9 +16,8 @@ from typing import Any
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
-
-from pipeline.state import Segment, TypingPulse
-from pipeline.types import Operator, SegmentKind
+from rxcord.core.state import Segment, TypingPulse
+from rxcord.core.types import Operator, SegmentKind
 
 _VISIBLE = (SegmentKind.TEXT, SegmentKind.ERROR_EMBED)
 _PULSE = TypingPulse()

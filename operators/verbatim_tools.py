@@ -81,9 +81,8 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 from reactivex import Observable
-
-from operators.thread_text import thread_text
-from pipeline.types import ChunkType, FunctionCall, Operator, ProcessedChunk
+from rxcord.core.types import ChunkType, FunctionCall, Operator, ProcessedChunk
+from rxcord.operators.thread_text import thread_text
 
 MAX_CALL_CHARS: Final = 64 * 1024
 """Longest candidate call (wrapper + name + arguments) held before it is released as text."""

@@ -1,10 +1,241 @@
-"""rxcord's pipeline: core vocabulary (leaf modules) and the composed chain (top layer).
+"""rxcord: stream LLM responses from provider APIs into Discord as one reactive dataflow.
 
-The chain and runner are loaded lazily (PEP 562) so that ``operators``,
-``providers`` and ``sinks`` can import ``pipeline.types`` without an import
-cycle.
+``import rxcord`` is the public API: every name below is importable from here and listed in
+``__all__`` (a test pins the list). Names load lazily (PEP 562), so ``import rxcord`` stays cheap
+and optional extras (redis, discord.py, matplotlib) load only when their names are used. The
+modules behind the names are internal and may move between releases.
+
+Logging goes to loguru under the one ``rxcord`` namespace, disabled by default as a library
+should be: ``logger.enable("rxcord")`` turns on every log line of the library, and
+``logger.disable("rxcord")`` turns them off again.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 logger.disable(__name__)
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "AnthropicAdapter": "rxcord.providers.anthropic",
+    "Candidate": "rxcord.compose.turn",
+    "ChatRequest": "rxcord.core.request",
+    "ChunkType": "rxcord.core.types",
+    "CustomAdapter": "rxcord.providers.custom",
+    "Delivery": "rxcord.core.state",
+    "DeliveryMode": "rxcord.core.types",
+    "DiscordError": "rxcord.core.errors",
+    "DiscordSink": "rxcord.sinks.base",
+    "DiscordStopError": "rxcord.core.errors",
+    "ErrorType": "rxcord.core.types",
+    "FinishReason": "rxcord.core.types",
+    "FunctionCall": "rxcord.core.types",
+    "GoogleAdapter": "rxcord.providers.google",
+    "HttpRequest": "rxcord.providers.base",
+    "ImagePart": "rxcord.core.request",
+    "InputError": "rxcord.core.errors",
+    "MemorySink": "rxcord.sinks.memory",
+    "Message": "rxcord.core.request",
+    "MissingCredentialError": "rxcord.core.errors",
+    "NvidiaAdapter": "rxcord.providers.nvidia",
+    "OpenAIAdapter": "rxcord.providers.openai",
+    "OpenRouterAdapter": "rxcord.providers.openrouter",
+    "ProcessedChunk": "rxcord.core.types",
+    "ProviderAdapter": "rxcord.providers.base",
+    "ProviderError": "rxcord.core.types",
+    "ProviderRequestDeniedError": "rxcord.providers.hooks",
+    "RateLimitError": "rxcord.sinks.ratelimit",
+    "RateLimiter": "rxcord.sinks.ratelimit",
+    "RawStreamChunk": "rxcord.core.types",
+    "RenderModifiers": "rxcord.core.config",
+    "ReplayServer": "rxcord.io.replay",
+    "RestSink": "rxcord.sinks.rest",
+    "Role": "rxcord.core.request",
+    "RxcordError": "rxcord.core.errors",
+    "SamplerSettings": "rxcord.core.request",
+    "Segment": "rxcord.core.state",
+    "SegmentKind": "rxcord.core.types",
+    "SentMessage": "rxcord.core.state",
+    "SsrfRefusedError": "rxcord.core.errors",
+    "StopHandle": "rxcord.core.stops",
+    "StopKind": "rxcord.core.types",
+    "StopRegistry": "rxcord.core.stops",
+    "StopSignal": "rxcord.core.types",
+    "StreamConfig": "rxcord.core.config",
+    "StreamContext": "rxcord.core.config",
+    "StreamJob": "rxcord.compose.run",
+    "StreamResult": "rxcord.core.state",
+    "StreamState": "rxcord.core.state",
+    "StreamStatus": "rxcord.core.types",
+    "TerminalSink": "rxcord.sinks.terminal",
+    "TextPart": "rxcord.core.request",
+    "ThoughtLogEntry": "rxcord.core.types",
+    "Timeline": "rxcord.operators.timeline",
+    "ToolHandler": "rxcord.compose.turn",
+    "ToolSpec": "rxcord.core.request",
+    "TransportConfig": "rxcord.providers.transport",
+    "TurnResult": "rxcord.compose.turn",
+    "UnknownWebhookError": "rxcord.core.errors",
+    "Usage": "rxcord.core.types",
+    "build_chain": "rxcord.compose.chain",
+    "build_stream": "rxcord.compose.run",
+    "fallback_order": "rxcord.compose.turn",
+    "make_limiter": "rxcord.sinks.redis_ratelimit",
+    "register_denial_translator": "rxcord.providers.hooks",
+    "register_request_hook": "rxcord.providers.hooks",
+    "run_stream": "rxcord.compose.run",
+    "run_turn": "rxcord.compose.turn",
+    "stream_to_discord": "rxcord.compose.run",
+    "with_usage_callback": "rxcord.providers.usage",
+    "with_usage_context": "rxcord.providers.hooks",
+}
+"""Public name -> the module that defines it."""
+
+__all__ = (
+    "AnthropicAdapter",
+    "Candidate",
+    "ChatRequest",
+    "ChunkType",
+    "CustomAdapter",
+    "Delivery",
+    "DeliveryMode",
+    "DiscordError",
+    "DiscordSink",
+    "DiscordStopError",
+    "ErrorType",
+    "FinishReason",
+    "FunctionCall",
+    "GoogleAdapter",
+    "HttpRequest",
+    "ImagePart",
+    "InputError",
+    "MemorySink",
+    "Message",
+    "MissingCredentialError",
+    "NvidiaAdapter",
+    "OpenAIAdapter",
+    "OpenRouterAdapter",
+    "ProcessedChunk",
+    "ProviderAdapter",
+    "ProviderError",
+    "ProviderRequestDeniedError",
+    "RateLimitError",
+    "RateLimiter",
+    "RawStreamChunk",
+    "RenderModifiers",
+    "ReplayServer",
+    "RestSink",
+    "Role",
+    "RxcordError",
+    "SamplerSettings",
+    "Segment",
+    "SegmentKind",
+    "SentMessage",
+    "SsrfRefusedError",
+    "StopHandle",
+    "StopKind",
+    "StopRegistry",
+    "StopSignal",
+    "StreamConfig",
+    "StreamContext",
+    "StreamJob",
+    "StreamResult",
+    "StreamState",
+    "StreamStatus",
+    "TerminalSink",
+    "TextPart",
+    "ThoughtLogEntry",
+    "Timeline",
+    "ToolHandler",
+    "ToolSpec",
+    "TransportConfig",
+    "TurnResult",
+    "UnknownWebhookError",
+    "Usage",
+    "build_chain",
+    "build_stream",
+    "fallback_order",
+    "make_limiter",
+    "register_denial_translator",
+    "register_request_hook",
+    "run_stream",
+    "run_turn",
+    "stream_to_discord",
+    "with_usage_callback",
+    "with_usage_context",
+)
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from rxcord.compose.chain import build_chain
+    from rxcord.compose.run import StreamJob, build_stream, run_stream, stream_to_discord
+    from rxcord.compose.turn import Candidate, ToolHandler, TurnResult, fallback_order, run_turn
+    from rxcord.core.config import RenderModifiers, StreamConfig, StreamContext
+    from rxcord.core.errors import (
+        DiscordError,
+        DiscordStopError,
+        InputError,
+        MissingCredentialError,
+        RxcordError,
+        SsrfRefusedError,
+        UnknownWebhookError,
+    )
+    from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
+    from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, StreamState
+    from rxcord.core.stops import StopHandle, StopRegistry
+    from rxcord.core.types import (
+        ChunkType,
+        DeliveryMode,
+        ErrorType,
+        FinishReason,
+        FunctionCall,
+        ProcessedChunk,
+        ProviderError,
+        RawStreamChunk,
+        SegmentKind,
+        StopKind,
+        StopSignal,
+        StreamStatus,
+        ThoughtLogEntry,
+        Usage,
+    )
+    from rxcord.io.replay import ReplayServer
+    from rxcord.operators.timeline import Timeline
+    from rxcord.providers.anthropic import AnthropicAdapter
+    from rxcord.providers.base import HttpRequest, ProviderAdapter
+    from rxcord.providers.custom import CustomAdapter
+    from rxcord.providers.google import GoogleAdapter
+    from rxcord.providers.hooks import (
+        ProviderRequestDeniedError,
+        register_denial_translator,
+        register_request_hook,
+        with_usage_context,
+    )
+    from rxcord.providers.nvidia import NvidiaAdapter
+    from rxcord.providers.openai import OpenAIAdapter
+    from rxcord.providers.openrouter import OpenRouterAdapter
+    from rxcord.providers.transport import TransportConfig
+    from rxcord.providers.usage import with_usage_callback
+    from rxcord.sinks.base import DiscordSink
+    from rxcord.sinks.memory import MemorySink
+    from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
+    from rxcord.sinks.redis_ratelimit import make_limiter
+    from rxcord.sinks.rest import RestSink
+    from rxcord.sinks.terminal import TerminalSink
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

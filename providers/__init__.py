@@ -1,5 +1,1 @@
-"""providers package of rxcord."""
-
-from loguru import logger
-
-logger.disable(__name__)
+"""rxcord.providers: provider adapters and the HTTP transport (stages 01-03)."""

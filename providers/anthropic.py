@@ -25,7 +25,7 @@ Anthropic reports usage in ``message_start`` (input and cache counts, a
 first output count) and again in ``message_delta`` (output, and on newer
 models the input counts again). Both are cumulative snapshots, so each field
 takes its *last* report; nothing is summed across events. Total input is the
-sum of uncached input, cache reads and cache writes (``providers.usage``).
+sum of uncached input, cache reads and cache writes (``rxcord.providers.usage``).
 
 What is held back
 -----------------
@@ -58,9 +58,8 @@ from typing import Any, Final
 
 import attrs
 from loguru import logger
-
-from pipeline.request import ChatRequest, ImagePart, Message, Role, TextPart
-from pipeline.types import (
+from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
+from rxcord.core.types import (
     ChunkNormalizer,
     ErrorType,
     FinishReason,
@@ -72,9 +71,9 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
-from providers.base import DegradationPolicy, HttpRequest
-from providers.errors import classify_stream_error, content_blocked, describe_error
-from providers.usage import from_anthropic
+from rxcord.providers.base import DegradationPolicy, HttpRequest
+from rxcord.providers.errors import classify_stream_error, content_blocked, describe_error
+from rxcord.providers.usage import from_anthropic
 
 _log = logger.bind(stage="03-normalize", provider="anthropic")
 

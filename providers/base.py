@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import attrs
-
-from pipeline.request import ChatRequest
-from pipeline.types import ChunkNormalizer, ProviderError, RawStreamChunk
+from rxcord.core.request import ChatRequest
+from rxcord.core.types import ChunkNormalizer, ProviderError, RawStreamChunk
 
 
 @attrs.frozen(kw_only=True)

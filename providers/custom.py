@@ -2,15 +2,15 @@
 
 The base URL is required (there is no default); the API key is optional
 (local servers often have none). The SSRF guard on the endpoint's address
-belongs to the transport (``providers.ssrf``), applied on every attempt.
+belongs to the transport (``rxcord.providers.ssrf``), applied on every attempt.
 
 Verbatim tool calling: models served this way sometimes write a tool call
 into the text instead of the ``tool_calls`` field. With
 ``verbatim_tool_calling`` on and ``tool_names`` given, the normalizer runs
-``operators.verbatim_tools.VerbatimToolParser`` over the visible content
+``rxcord.operators.verbatim_tools.VerbatimToolParser`` over the visible content
 (after the think-tag and spill guards) and turns such calls into
 ``function_call`` chunks. The shared normalizer also drops a delta that
-resends the whole content so far (see ``providers.openai_wire``).
+resends the whole content so far (see ``rxcord.providers.openai_wire``).
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ __all__ = ("CUSTOM_POLICY", "CustomAdapter")
 from typing import ClassVar, Final
 
 import attrs
-
-from operators.think_strip import DEFAULT_START_WINDOW
-from pipeline.types import ChunkNormalizer
-from providers.base import DegradationPolicy
-from providers.openai_wire import (
+from rxcord.core.types import ChunkNormalizer
+from rxcord.operators.think_strip import DEFAULT_START_WINDOW
+from rxcord.providers.base import DegradationPolicy
+from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

@@ -48,9 +48,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
-
-from pipeline.types import ErrorType, ProviderError
-from providers.base import DegradationPolicy
+from rxcord.core.types import ErrorType, ProviderError
+from rxcord.providers.base import DegradationPolicy
 
 IMAGE_REMOVED_NOTICE: Final = (
     "[An attached image was removed because this model could not accept it. Do not guess its contents.]"

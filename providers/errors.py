@@ -1,7 +1,7 @@
 """Provider failures, classified once (stage 03 error normalisation).
 
 Every adapter and the shared transport turn HTTP statuses, SSE error events
-and transport exceptions into a ``pipeline.types.ProviderError`` here, so the
+and transport exceptions into a ``rxcord.core.types.ProviderError`` here, so the
 retry loop and the error embed never look at provider-specific shapes. The
 table (first matching row wins):
 
@@ -49,8 +49,7 @@ from typing import Any, Final
 
 import aiohttp
 import attrs
-
-from pipeline.types import ErrorType, ProviderError
+from rxcord.core.types import ErrorType, ProviderError
 
 _MAX_MESSAGE: Final = 3000
 """Cap on a classified message (a supported-model list fits; an HTML error page does not)."""

@@ -57,10 +57,9 @@ from urllib.parse import quote
 
 import attrs
 from loguru import logger
-
-from pipeline.errors import InputError
-from pipeline.request import ChatRequest, ImagePart, Message, Role, TextPart
-from pipeline.types import (
+from rxcord.core.errors import InputError
+from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
+from rxcord.core.types import (
     ChunkNormalizer,
     ErrorType,
     FinishReason,
@@ -72,9 +71,9 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
-from providers.base import DegradationPolicy, HttpRequest
-from providers.errors import classify_stream_error, content_blocked, describe_error
-from providers.usage import from_gemini
+from rxcord.providers.base import DegradationPolicy, HttpRequest
+from rxcord.providers.errors import classify_stream_error, content_blocked, describe_error
+from rxcord.providers.usage import from_gemini
 
 _log = logger.bind(stage="03-normalize", provider="google")
 

@@ -64,9 +64,8 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 from loguru import logger
-
-from pipeline.errors import RxcordError
-from pipeline.types import ProviderError
+from rxcord.core.errors import RxcordError
+from rxcord.core.types import ProviderError
 
 _log = logger.bind(stage="hooks")
 

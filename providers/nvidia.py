@@ -5,7 +5,7 @@ an opaque 5xx, so its degradation policy retries opaque server errors
 (``retry_opaque_5xx``). Reasoning models there stream DeepSeek-style
 ``reasoning_content``, which the shared normalizer reads and replays. Error
 bodies are RFC 7807 problem details (``{"status", "title", "detail"}``),
-which ``providers.errors`` reads.
+which ``rxcord.providers.errors`` reads.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ __all__ = ("NVIDIA_BASE_URL", "NVIDIA_POLICY", "NvidiaAdapter")
 from typing import ClassVar, Final
 
 import attrs
-
-from providers.base import DegradationPolicy
-from providers.openai_wire import (
+from rxcord.providers.base import DegradationPolicy
+from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

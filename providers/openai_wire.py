@@ -11,7 +11,7 @@ this module holds the parts they share:
 * ``ChatCompletionsNormalizer`` (stage 03): ``chat.completion.chunk`` events
   (and a complete, non-streamed ``chat.completion``) as ``ProcessedChunk``s.
 * ``ChatCompletionsAdapter``: the ``ProviderAdapter`` methods on top of both;
-  ``providers.openai``, ``.openrouter``, ``.nvidia`` and ``.custom`` only set
+  ``rxcord.providers.openai``, ``.openrouter``, ``.nvidia`` and ``.custom`` only set
   their options.
 
 Normalizer rules
@@ -50,7 +50,7 @@ Terminal metadata. ``finish_reason`` is normalized (``FinishReason``; the
 raw value stays in ``raw_finish_reason``, OpenRouter's ``native_finish_reason``
 in ``native_finish_reason``). ``content_filter`` is a content block: a ``done``
 chunk records the finish reason and a ``content_blocked`` error chunk
-follows. ``usage`` is normalized by ``providers.usage.from_openai`` (the last
+follows. ``usage`` is normalized by ``rxcord.providers.usage.from_openai`` (the last
 report wins). With ``hold_for_usage`` (OpenRouter) the ``done`` chunk and the
 calls are held after ``finish_reason`` until a usage report arrives or the
 stream ends, so a tool call keeps its cost and tokens; otherwise they go out
@@ -58,7 +58,7 @@ at ``finish_reason`` and a later usage report is its own ``done`` chunk.
 
 Errors. A chunk-level (or choice-level) ``error`` object, and a
 ``finish_reason`` of ``error``, become an error chunk
-(``providers.errors.classify_stream_error``); a transport error chunk passes
+(``rxcord.providers.errors.classify_stream_error``); a transport error chunk passes
 through. Chunk-level ``provider`` is the serving backend (OpenRouter), carried
 on every chunk once known. Chunks with nothing recognizable are filtered with
 a debug log line.
@@ -86,14 +86,10 @@ from typing import Any, ClassVar, Final, Literal, TypeGuard
 
 import attrs
 from loguru import logger
-
-from operators.spill_guard import SpillGuard
-from operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper
-from operators.verbatim_tools import VerbatimToolParser
-from pipeline.errors import InputError
-from pipeline.request import ChatRequest, ImagePart, Message, Role, TextPart
-from pipeline.text_buffer import TextBuffer
-from pipeline.types import (
+from rxcord.core.errors import InputError
+from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
+from rxcord.core.text_buffer import TextBuffer
+from rxcord.core.types import (
     ChunkNormalizer,
     ErrorType,
     FinishReason,
@@ -105,15 +101,18 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
-from providers.base import DegradationPolicy, HttpRequest
-from providers.errors import (
+from rxcord.operators.spill_guard import SpillGuard
+from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper
+from rxcord.operators.verbatim_tools import VerbatimToolParser
+from rxcord.providers.base import DegradationPolicy, HttpRequest
+from rxcord.providers.errors import (
     classify_http_error,
     classify_stream_error,
     content_blocked,
     describe_error,
     scrub,
 )
-from providers.usage import from_openai
+from rxcord.providers.usage import from_openai
 
 _log = logger.bind(stage="03-normalize")
 

@@ -23,9 +23,8 @@ __all__ = ("OPENROUTER_BASE_URL", "OPENROUTER_POLICY", "OpenRouterAdapter")
 from typing import ClassVar, Final
 
 import attrs
-
-from providers.base import DegradationPolicy
-from providers.openai_wire import (
+from rxcord.providers.base import DegradationPolicy
+from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

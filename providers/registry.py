@@ -12,9 +12,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
-
-from pipeline.errors import InputError
-from providers.base import ProviderAdapter
+from rxcord.core.errors import InputError
+from rxcord.providers.base import ProviderAdapter
 
 AdapterFactory = Callable[..., ProviderAdapter]
 
@@ -56,12 +55,12 @@ class ProviderRegistry:
 
 def default_registry() -> ProviderRegistry:
     """A registry holding the built-in adapters."""
-    from providers.anthropic import AnthropicAdapter
-    from providers.custom import CustomAdapter
-    from providers.google import GoogleAdapter
-    from providers.nvidia import NvidiaAdapter
-    from providers.openai import OpenAIAdapter
-    from providers.openrouter import OpenRouterAdapter
+    from rxcord.providers.anthropic import AnthropicAdapter
+    from rxcord.providers.custom import CustomAdapter
+    from rxcord.providers.google import GoogleAdapter
+    from rxcord.providers.nvidia import NvidiaAdapter
+    from rxcord.providers.openai import OpenAIAdapter
+    from rxcord.providers.openrouter import OpenRouterAdapter
 
     registry = ProviderRegistry()
     registry.register("openai", OpenAIAdapter)

@@ -24,8 +24,7 @@ from typing import Any
 
 import attrs
 from aiohttp.abc import AbstractResolver, ResolveResult
-
-from pipeline.errors import SsrfRefusedError
+from rxcord.core.errors import SsrfRefusedError
 
 Resolver = Callable[[str], Awaitable[Sequence[str]]]
 """Resolve a host name to IP address strings."""

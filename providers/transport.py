@@ -14,7 +14,7 @@ be reset there. Before commitment:
 
 * a rejected payload (``adapter.rejection`` on an HTTP error or an SSE error
   event after a 200) is retried with a degraded body from
-  ``providers.degrade.Degrader`` when the adapter's policy allows;
+  ``rxcord.providers.degrade.Degrader`` when the adapter's policy allows;
 * a transient failure (connection reset, timeout, a 5xx ``api_error``) is
   retried with the same body, a bounded number of times.
 
@@ -45,14 +45,13 @@ import reactivex
 from loguru import logger
 from reactivex import abc
 from reactivex.disposable import Disposable
-
-from pipeline.errors import SsrfRefusedError
-from pipeline.types import ErrorType, ProviderError, RawStreamChunk
-from providers.base import HttpRequest, ProviderAdapter
-from providers.degrade import Degrader, encode_body
-from providers.errors import classify_exception, classify_http_error
-from providers.sse import SseLineTooLong, SseParser
-from providers.ssrf import PinnedResolver, SsrfGuard
+from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk
+from rxcord.providers.base import HttpRequest, ProviderAdapter
+from rxcord.providers.degrade import Degrader, encode_body
+from rxcord.providers.errors import classify_exception, classify_http_error
+from rxcord.providers.sse import SseLineTooLong, SseParser
+from rxcord.providers.ssrf import PinnedResolver, SsrfGuard
 
 _log = logger.bind(stage="02-transport")
 

@@ -1,6 +1,6 @@
 """Token usage, normalized across providers, and the per-request usage callback (stage 03).
 
-One meaning for every provider (``pipeline.types.Usage``):
+One meaning for every provider (``rxcord.core.types.Usage``):
 
 * ``input_tokens`` is all input processed, cache reads and writes included.
   OpenAI-compatible ``prompt_tokens`` and Gemini ``promptTokenCount`` already
@@ -42,8 +42,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from loguru import logger
-
-from pipeline.types import Usage
+from rxcord.core.types import Usage
 
 _log = logger.bind(stage="03-usage")
 

@@ -1,5 +1,1 @@
-"""sinks package of rxcord."""
-
-from loguru import logger
-
-logger.disable(__name__)
+"""rxcord.sinks: stage 07, Discord delivery (the deliver operator, the delivery plan, the sinks)."""

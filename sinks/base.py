@@ -13,14 +13,14 @@ __all__ = ("DiscordSink",)
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pipeline.config import StreamContext
-from pipeline.state import SentMessage
+from rxcord.core.config import StreamContext
+from rxcord.core.state import SentMessage
 
 
 class DiscordSink(Protocol):
     """Sends messages and typing indicators to one Discord target.
 
-    Implementations raise ``pipeline.errors.DiscordStopError`` for failures
+    Implementations raise ``rxcord.core.errors.DiscordStopError`` for failures
     that must stop the stream (403 missing access -> ``missing_access``,
     404 unknown channel -> ``channel_deleted``), ``UnknownWebhookError`` for a
     dead webhook and ``DiscordError`` for anything else they could not

@@ -21,11 +21,10 @@ from typing import Any
 
 import attrs
 import discord
-
-from pipeline.config import StreamContext
-from pipeline.errors import DiscordError, DiscordStopError, UnknownWebhookError
-from pipeline.state import SentMessage
-from pipeline.types import StopKind
+from rxcord.core.config import StreamContext
+from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from rxcord.core.state import SentMessage
+from rxcord.core.types import StopKind
 
 Resolve = Callable[[StreamContext], discord.abc.Messageable]
 """Finds the discord.py messageable for a stream's context."""

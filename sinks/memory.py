@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
-from pipeline.config import StreamContext
-from pipeline.state import SentMessage
-from sinks.emulator import check_message_payload
-from sinks.rest import discord_error
+from rxcord.core.config import StreamContext
+from rxcord.core.state import SentMessage
+from rxcord.sinks.emulator import check_message_payload
+from rxcord.sinks.rest import discord_error
 
 
 @attrs.define

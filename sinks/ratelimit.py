@@ -110,8 +110,7 @@ from typing import Any, Final
 
 import attrs
 from loguru import logger
-
-from pipeline.errors import DiscordError
+from rxcord.core.errors import DiscordError
 
 _log = logger.bind(stage="07-ratelimit")
 

@@ -3,7 +3,7 @@
 Why a shared limiter?
 ---------------------
 Discord counts per bot token, not per process. Four shard processes that each
-run the in-process ``sinks.ratelimit.RateLimiter`` each believe they own the
+run the in-process ``rxcord.sinks.ratelimit.RateLimiter`` each believe they own the
 whole global budget (50 requests per second) and every bucket, so together
 they send four times too fast and collect 429s. ``RedisRateLimiter`` keeps the
 limiter's *state* in Redis and runs the *same algorithm* as the in-process one
@@ -102,8 +102,7 @@ from loguru import logger
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-
-from sinks.ratelimit import DEFAULT_GLOBAL_METER, Clock, RateLimited, RateLimiter, Route, Sleep, Slot
+from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER, Clock, RateLimited, RateLimiter, Route, Sleep, Slot
 
 _log = logger.bind(stage="07-ratelimit-redis")
 
@@ -335,7 +334,7 @@ class Grant:
 class RedisSlot(Slot):
     """The right to send one request through one bucket, shared with other processes via Redis.
 
-    Same contract as ``sinks.ratelimit.Slot``: ``await wait()`` before each attempt,
+    Same contract as ``rxcord.sinks.ratelimit.Slot``: ``await wait()`` before each attempt,
     ``update(...)`` after each response. ``update`` stays synchronous (``RestSink`` calls
     it so): the verdict comes from the local mirror of the state, and the shared state is
     written in the background; the next ``wait`` (or leaving ``acquire``) waits for that
@@ -431,7 +430,7 @@ class RedisRateLimiter(RateLimiter):
         max_invalid: Invalid responses tolerated in ``invalid_window`` (per process: the ban is per IP).
         invalid_window: The rolling window of the invalid request count.
         max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
-        sliding: Treat buckets as sliding windows (see ``sinks.ratelimit``).
+        sliding: Treat buckets as sliding windows (see ``rxcord.sinks.ratelimit``).
         redis_timeout: Deadline of each Redis call; slower counts as down.
         max_connections: Size of the connection pool this limiter creates.
         retry_interval: Seconds between attempts to reach Redis again while it is down.

@@ -1,13 +1,13 @@
 """Stage 07 I/O: deliver messages to Discord over REST, as the bot or through a webhook.
 
-``RestSink`` implements ``sinks.base.DiscordSink`` with aiohttp. It is the seam
+``RestSink`` implements ``rxcord.sinks.base.DiscordSink`` with aiohttp. It is the seam
 where HTTP becomes rxcord's vocabulary: above it nothing sees an aiohttp
 exception or a status code, only ``SentMessage`` values and the
-``pipeline.errors`` tree (``discord_error`` is the one mapping).
+``rxcord.core.errors`` tree (``discord_error`` is the one mapping).
 
 Policy, from the project's Discord delivery facts (``shared/reference/discord-delivery-facts.md``) §6 and §9:
 
-* **429** is the rate limiter's business (``sinks.ratelimit``): it waits what
+* **429** is the rate limiter's business (``rxcord.sinks.ratelimit``): it waits what
   Discord asks and the request is retried, holding the bucket so order holds.
 * **5xx and connection errors** are retried ``max_retries`` times with capped
   exponential backoff plus jitter (``Backoff``; the jitter's random source is
@@ -51,12 +51,11 @@ from typing import Any, Final
 import aiohttp
 import attrs
 from loguru import logger
-
-from pipeline.config import StreamContext
-from pipeline.errors import DiscordError, DiscordStopError, UnknownWebhookError
-from pipeline.state import SentMessage
-from pipeline.types import StopKind
-from sinks.ratelimit import RateLimiter, RateLimitError, Route, webhook_major
+from rxcord.core.config import StreamContext
+from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from rxcord.core.state import SentMessage
+from rxcord.core.types import StopKind
+from rxcord.sinks.ratelimit import RateLimiter, RateLimitError, Route, webhook_major
 
 _log = logger.bind(stage="07-rest")
 
@@ -113,7 +112,7 @@ def _error_codes(errors: Any) -> set[str]:
 
 
 def discord_error(status: int, body: Any) -> DiscordError:
-    """Map a Discord error answer to the ``pipeline.errors`` exception stage 07 raises.
+    """Map a Discord error answer to the ``rxcord.core.errors`` exception stage 07 raises.
 
     Args:
         status: The HTTP status.

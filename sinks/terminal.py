@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 import attrs
-
-from pipeline.config import StreamContext
-from pipeline.state import SentMessage
+from rxcord.core.config import StreamContext
+from rxcord.core.state import SentMessage
 
 
 @attrs.define

@@ -10,15 +10,15 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rxcord.providers.sse import SseParser
+from rxcord.providers.transport import _event_chunk
+from rxcord.sinks.emulator import EmulatorConfig
 
 from bench.discord import lower_bound
 from bench.gcwatch import TUNED_THRESHOLDS, GcWatch, tuned_gc
 from bench.make_captures import CaptureSpec, capture_name, make_capture
 from bench.server import split_events, split_random
 from bench.stats import percentile
-from providers.sse import SseParser
-from providers.transport import _event_chunk
-from sinks.emulator import EmulatorConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

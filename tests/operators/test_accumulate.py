@@ -5,10 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from reactivex import operators as ops
-
-from operators.accumulate import accumulate, route
-from pipeline.state import StreamState
-from pipeline.types import (
+from rxcord.core.state import StreamState
+from rxcord.core.types import (
     ErrorType,
     FinishReason,
     FunctionCall,
@@ -21,6 +19,8 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
+from rxcord.operators.accumulate import accumulate, route
+
 from tests.marbles import marbles
 
 CALL = FunctionCall(name="lookup", args={"q": "x"}, id="c1")

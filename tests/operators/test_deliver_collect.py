@@ -9,14 +9,9 @@ from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.subject import ReplaySubject
 from reactivex.testing import ReactiveTest, TestScheduler
-
-from operators.collect_result import ResultBuilder, collect_result, compile_thought_log
-from operators.deliver import deliver
-from operators.normalize import normalize
-from operators.stop_after import stop_after
-from pipeline.state import Delivery, Segment, SentMessage, StreamState
-from pipeline.stops import StopHandle
-from pipeline.types import (
+from rxcord.core.state import Delivery, Segment, SentMessage, StreamState
+from rxcord.core.stops import StopHandle
+from rxcord.core.types import (
     ChunkType,
     FunctionCall,
     ProcessedChunk,
@@ -28,6 +23,11 @@ from pipeline.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
+from rxcord.operators.collect_result import ResultBuilder, collect_result, compile_thought_log
+from rxcord.operators.normalize import normalize
+from rxcord.operators.stop_after import stop_after
+from rxcord.sinks.deliver import deliver
+
 from tests.marbles import marbles
 
 

@@ -12,14 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.subject import Subject
 from reactivex.testing import ReactiveTest, TestScheduler
-
-from operators.flush import Flusher, error_embed, flush
-from operators.markdown_scan import MarkdownScanner, render_table
-from operators.reasoning_tags import CLOSE_RE, DETAILS_CLOSE_RE, DETAILS_OPEN_RE, OPEN_RE
-from operators.split_message import split_message
-from pipeline.config import StreamConfig
-from pipeline.state import Segment, StreamState
-from pipeline.types import (
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import Segment, StreamState
+from rxcord.core.types import (
     DeliveryMode,
     ErrorType,
     FunctionCall,
@@ -29,6 +24,11 @@ from pipeline.types import (
     StopSignal,
     StreamStatus,
 )
+from rxcord.operators.flush import Flusher, error_embed, flush
+from rxcord.operators.markdown_scan import MarkdownScanner, render_table
+from rxcord.operators.reasoning_tags import CLOSE_RE, DETAILS_CLOSE_RE, DETAILS_OPEN_RE, OPEN_RE
+from rxcord.sinks.split_message import split_message
+
 from tests.marbles import marbles
 from tests.operators.test_split_message import fences_balanced, reconstruct
 

@@ -7,8 +7,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from operators.markdown_scan import (
+from rxcord.operators.markdown_scan import (
     Cut,
     CutList,
     Fence,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from operators.mentions import (
+from rxcord.operators.mentions import (
     MAX_LISTED_USERS,
     allowed_mentions,
     neutralize_mass_mentions,

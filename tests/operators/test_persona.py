@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from operators.persona import webhook_username
-from sinks.emulator import check_message_payload
+from rxcord.sinks.emulator import check_message_payload
+from rxcord.sinks.persona import webhook_username
 
 
 def test_valid_name_kept() -> None:

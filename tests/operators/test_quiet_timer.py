@@ -7,8 +7,7 @@ from typing import Any
 
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
-
-from operators.quiet_timer import QuietTimer, seconds_clock
+from rxcord.operators.quiet_timer import QuietTimer, seconds_clock
 
 
 def _timer(scheduler: TestScheduler, fired: list[float], seconds: float = 5.0) -> QuietTimer:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from operators.reasoning_tags import TAG_RE, partial_tag_len, split_think_blocks, strip_think_tags
+from rxcord.operators.reasoning_tags import TAG_RE, partial_tag_len, split_think_blocks, strip_think_tags
 
 
 def test_namespaced_and_attributed_tags_match() -> None:

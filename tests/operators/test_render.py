@@ -8,8 +8,8 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from operators.render import (
+from rxcord.core.config import RenderModifiers
+from rxcord.operators.render import (
     COMMA_SPLIT_P,
     EMPHASIS_SPLIT_P,
     SEMICOLON_SPLIT_P,
@@ -20,7 +20,6 @@ from operators.render import (
     split_code,
     split_sentences,
 )
-from pipeline.config import RenderModifiers
 
 
 class _FixedRandom(random.Random):

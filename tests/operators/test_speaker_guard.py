@@ -12,9 +12,7 @@ from reactivex import Observer
 from reactivex.notification import OnError, OnNext
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.subscription import Subscription
-
-from operators.speaker_guard import SpeakerGuard, speaker_guard
-from pipeline.types import (
+from rxcord.core.types import (
     ChunkType,
     FunctionCall,
     ProcessedChunk,
@@ -24,6 +22,8 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
+from rxcord.operators.speaker_guard import SpeakerGuard, speaker_guard
+
 from tests.marbles import marbles
 
 NAMES = ("User", "Alice")

@@ -1,4 +1,4 @@
-"""Tests for the stage 03 reasoning spill guard (``operators.spill_guard``)."""
+"""Tests for the stage 03 reasoning spill guard (``rxcord.operators.spill_guard``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest
+from rxcord.core.types import FunctionCall, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from rxcord.operators.spill_guard import DEFAULT_DECISION_LIMIT, SpillGuard, spill_guard
 
-from operators.spill_guard import DEFAULT_DECISION_LIMIT, SpillGuard, spill_guard
-from pipeline.types import FunctionCall, ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from tests.marbles import marbles
 
 

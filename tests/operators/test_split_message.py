@@ -10,9 +10,8 @@ from functools import cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from operators.markdown_scan import TOKEN_RE, MarkdownScanner, is_grapheme_boundary
-from operators.split_message import MIN_LIMIT, split_message
+from rxcord.operators.markdown_scan import TOKEN_RE, MarkdownScanner, is_grapheme_boundary
+from rxcord.sinks.split_message import MIN_LIMIT, split_message
 
 # -- independent checkers (also used by the flusher tests) ---------------------------------------------------
 

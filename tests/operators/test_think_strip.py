@@ -1,4 +1,4 @@
-"""Tests for the stage 03 think-tag stripper (``operators.think_strip``)."""
+"""Tests for the stage 03 think-tag stripper (``rxcord.operators.think_strip``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest
-
-from operators.reasoning_tags import TAG_RE, split_think_blocks
-from operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
-from pipeline.types import (
+from rxcord.core.types import (
     ErrorType,
     FunctionCall,
     ProcessedChunk,
@@ -23,6 +20,9 @@ from pipeline.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
+from rxcord.operators.reasoning_tags import TAG_RE, split_think_blocks
+from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
+
 from tests.marbles import marbles
 
 

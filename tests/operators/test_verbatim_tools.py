@@ -14,9 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest
-
-from operators.verbatim_tools import MAX_CALL_CHARS, VerbatimToolParser, verbatim_tools
-from pipeline.types import (
+from rxcord.core.types import (
     ChunkType,
     ErrorType,
     FinishReason,
@@ -27,6 +25,8 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
+from rxcord.operators.verbatim_tools import MAX_CALL_CHARS, VerbatimToolParser, verbatim_tools
+
 from tests.marbles import marbles
 
 TOOLS = ("generate_image", "web_search")

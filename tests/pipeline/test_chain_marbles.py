@@ -9,12 +9,11 @@ import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest, TestScheduler
-
-from pipeline.chain import build_chain
-from pipeline.config import StreamConfig
-from pipeline.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
-from pipeline.stops import StopHandle
-from pipeline.types import (
+from rxcord.compose.chain import build_chain
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
+from rxcord.core.stops import StopHandle
+from rxcord.core.types import (
     DeliveryMode,
     ErrorType,
     FunctionCall,

@@ -12,14 +12,13 @@ import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest, TestScheduler
-
-from pipeline.chain import build_chain
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.delivery import DiscordDelivery
-from pipeline.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
-from pipeline.stops import StopHandle
-from pipeline.types import DeliveryMode, ProcessedChunk, RawStreamChunk, SegmentKind
-from sinks.memory import MemorySink
+from rxcord.compose.chain import build_chain
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
+from rxcord.core.stops import StopHandle
+from rxcord.core.types import DeliveryMode, ProcessedChunk, RawStreamChunk, SegmentKind
+from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.memory import MemorySink
 
 PIECES = [
     "Hello world. ",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from rxcord.cli.main import main
 
-from pipeline.cli import main
 from tests.conftest import DEMO_DATA
 
 CONTRACT_KEYS = {
@@ -103,7 +103,7 @@ def test_http_error_capture_is_a_result_not_a_crash(
 async def test_emulator_command_serves_and_prints_base_url() -> None:
     """`rxcord emulator` prints a 127.0.0.1 base URL that answers a bot's login request."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pipeline.cli", "emulator", stdout=asyncio.subprocess.PIPE
+        sys.executable, "-m", "rxcord", "emulator", stdout=asyncio.subprocess.PIPE
     )
     try:
         assert proc.stdout is not None
@@ -123,7 +123,7 @@ async def test_emulator_command_serves_and_prints_base_url() -> None:
 def test_demo_runs_offline_and_prints_messages() -> None:
     """`rxcord demo` streams the bundled replies into the emulator and summarizes each result."""
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "demo"],
+        [sys.executable, "-m", "rxcord", "demo"],
         capture_output=True,
         text=True,
         timeout=180,

@@ -9,17 +9,17 @@ from typing import Any
 
 import aiohttp
 import pytest
+from rxcord.compose.run import StreamJob, run_stream
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.request import ChatRequest, Message
+from rxcord.core.state import StreamResult
+from rxcord.core.types import DeliveryMode, StreamStatus
+from rxcord.io.replay import Chunking, ReplayServer
+from rxcord.providers.openrouter import OpenRouterAdapter
+from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, EmulatorConfig, Fault
+from rxcord.sinks.ratelimit import RateLimiter
+from rxcord.sinks.rest import Backoff, RestSink
 
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.replay import Chunking, ReplayServer
-from pipeline.request import ChatRequest, Message
-from pipeline.run import StreamJob, run_stream
-from pipeline.state import StreamResult
-from pipeline.types import DeliveryMode, StreamStatus
-from providers.openrouter import OpenRouterAdapter
-from sinks.emulator import ROUTE_CREATE, DiscordEmulator, EmulatorConfig, Fault
-from sinks.ratelimit import RateLimiter
-from sinks.rest import Backoff, RestSink
 from tests.conftest import DEMO_DATA
 
 LONG = (DEMO_DATA / "openrouter_reasoning_code.sse").read_bytes()

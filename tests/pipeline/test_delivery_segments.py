@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from reactivex.scheduler.eventloop import AsyncIOScheduler
-
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.delivery import DiscordDelivery
-from pipeline.state import Delivery, Segment, SentMessage
-from pipeline.types import SegmentKind
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.state import Delivery, Segment, SentMessage
+from rxcord.core.types import SegmentKind
+from rxcord.sinks.delivery import DiscordDelivery
 
 
 class _GatedSink:

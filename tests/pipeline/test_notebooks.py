@@ -7,8 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-
-from pipeline.chat_command import API_KEY_VARIABLES
+from rxcord.cli.chat import API_KEY_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

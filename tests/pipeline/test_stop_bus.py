@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from loguru import logger
+from rxcord.core.stops import StopHandle, StopRegistry
+from rxcord.core.types import StopKind, StopSignal
+from rxcord.io.stop_bus import RedisStopBus
 
-from pipeline.stop_bus import RedisStopBus
-from pipeline.stops import StopHandle, StopRegistry
-from pipeline.types import StopKind, StopSignal
 from tests.redis_server import RedisProxy, Restartable, redis_url, restartable_redis
 
 __all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest
@@ -127,7 +127,7 @@ async def test_redis_stop_bus_survives_a_redis_restart(
 ) -> None:
     """Redis killed: publish still stops local streams (logged); after a restart remote stops flow again."""
     lines: list[str] = []
-    logger.enable("pipeline")
+    logger.enable("rxcord")
     handler = logger.add(lines.append, level="INFO", format="{message}")
     try:
         namespace = uuid.uuid4().hex
@@ -147,7 +147,7 @@ async def test_redis_stop_bus_survives_a_redis_restart(
         assert remote == [StopSignal(StopKind.USER)]
     finally:
         logger.remove(handler)
-        logger.disable("pipeline")
+        logger.disable("rxcord")
     assert any("not published" in line for line in lines)
     assert any("reachable again" in line for line in lines)
 

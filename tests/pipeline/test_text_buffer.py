@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from pipeline.text_buffer import GROUP, TextBuffer
+from rxcord.core.text_buffer import GROUP, TextBuffer
 
 
 @given(st.text(max_size=5), st.lists(st.text(max_size=6), max_size=3 * GROUP + 5))

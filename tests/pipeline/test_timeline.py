@@ -16,24 +16,13 @@ from reactivex import operators as ops
 from reactivex.notification import OnNext
 from reactivex.subject import ReplaySubject
 from reactivex.testing import ReactiveTest, TestScheduler
-
-from pipeline.chain import build_chain
-from pipeline.cli import main
-from pipeline.config import StreamConfig
-from pipeline.progress import Progress, iterate
-from pipeline.replay_command import ReplayOptions, run_replay
-from pipeline.state import Delivery, Segment, TypingPulse
-from pipeline.timeline import (
-    CLEAN,
-    DELIVERY,
-    FLUSH,
-    NORMALIZE,
-    ORCHESTRATOR,
-    TRANSPORT,
-    Timeline,
-    TimelineEvent,
-)
-from pipeline.types import (
+from rxcord.cli.main import main
+from rxcord.cli.progress import Progress, iterate
+from rxcord.cli.replay import ReplayOptions, run_replay
+from rxcord.compose.chain import build_chain
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import Delivery, Segment, TypingPulse
+from rxcord.core.types import (
     DeliveryMode,
     FinishReason,
     ProcessedChunk,
@@ -43,7 +32,18 @@ from pipeline.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
-from sinks.emulator import EmulatorConfig
+from rxcord.operators.timeline import (
+    CLEAN,
+    DELIVERY,
+    FLUSH,
+    NORMALIZE,
+    ORCHESTRATOR,
+    TRANSPORT,
+    Timeline,
+    TimelineEvent,
+)
+from rxcord.sinks.emulator import EmulatorConfig
+
 from tests.conftest import DEMO_DATA
 from tests.marbles import marbles
 
@@ -153,7 +153,7 @@ def test_user_stop_is_recorded_with_the_cancelled_request() -> None:
 
 def test_without_a_timeline_no_tap_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """build_chain without a timeline never creates a recording operator (zero cost when off)."""
-    import pipeline.timeline as timeline_module
+    import rxcord.operators.timeline as timeline_module
 
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("a timeline tap was built")
@@ -282,7 +282,7 @@ def _assert_real_png(path: Path) -> None:
 
 def test_save_timeline_writes_a_non_trivial_png(tmp_path: Path) -> None:
     """The plot is a real, non-blank PNG of a sensible size."""
-    from pipeline.timeline_plot import save_timeline
+    from rxcord.cli.timeline_plot import save_timeline
 
     path = save_timeline(_sample_timeline(), tmp_path / "timeline.png", label="sample")
     _assert_real_png(path)
@@ -290,7 +290,7 @@ def test_save_timeline_writes_a_non_trivial_png(tmp_path: Path) -> None:
 
 def test_plot_has_one_lane_per_stage_and_the_first_message() -> None:
     """The figure's y axis names the six lanes and the title gives the time to the first message."""
-    from pipeline.timeline_plot import plot_timeline
+    from rxcord.cli.timeline_plot import plot_timeline
 
     figure = plot_timeline(_sample_timeline())
     axes = figure.axes[0]
@@ -309,8 +309,8 @@ def test_missing_matplotlib_is_a_clear_input_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Without matplotlib, plotting says what to install, and the CLI exits 2 before replaying."""
-    from pipeline.errors import InputError
-    from pipeline.timeline_plot import PlotUnavailableError, plot_timeline
+    from rxcord.cli.timeline_plot import PlotUnavailableError, plot_timeline
+    from rxcord.core.errors import InputError
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(PlotUnavailableError, match=r"rxcord\[plot\]") as caught:

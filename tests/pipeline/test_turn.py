@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.replay import ReplayServer
-from pipeline.request import ChatRequest, Message
-from pipeline.turn import Candidate, fallback_order, run_turn
-from pipeline.types import DeliveryMode, FunctionCall, StreamStatus, Usage
-from providers.openai import OpenAIAdapter
-from providers.usage import with_usage_callback
-from sinks.memory import MemorySink
+from rxcord.compose.turn import Candidate, fallback_order, run_turn
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.request import ChatRequest, Message
+from rxcord.core.types import DeliveryMode, FunctionCall, StreamStatus, Usage
+from rxcord.io.replay import ReplayServer
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.usage import with_usage_callback
+from rxcord.sinks.memory import MemorySink
 
 SSE = "text/event-stream"
 JSON = "application/json"
@@ -171,7 +171,7 @@ async def test_usage_reported_once_per_response_and_summed() -> None:
 
 async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None:
     """A registered translator turns a 402 into a denial: no fallback, and the notice is the denial's copy."""
-    from providers.hooks import (
+    from rxcord.providers.hooks import (
         DenialCopy,
         ProviderRequestDeniedError,
         register_denial_translator,
@@ -207,7 +207,7 @@ async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None
 
 async def test_request_hook_hold_settled_and_denial_before_send() -> None:
     """A request hook holds before the HTTP call and settles after; a refusal sends nothing."""
-    from providers.hooks import ProviderRequest, ProviderRequestDeniedError, register_request_hook
+    from rxcord.providers.hooks import ProviderRequest, ProviderRequestDeniedError, register_request_hook
 
     events: list[tuple[str, object]] = []
 

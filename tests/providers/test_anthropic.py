@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
-
-from pipeline.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
-from pipeline.types import (
+from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
+from rxcord.core.types import (
     ChunkType,
     ErrorType,
     FinishReason,
@@ -24,7 +23,7 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
-from providers.anthropic import (
+from rxcord.providers.anthropic import (
     ANTHROPIC_VERSION,
     DEFAULT_MAX_TOKENS,
     AnthropicAdapter,
@@ -32,8 +31,8 @@ from providers.anthropic import (
     build_anthropic_body,
     thinking_blocks,
 )
-from providers.errors import classify_http_error
-from providers.sse import SseParser
+from rxcord.providers.errors import classify_http_error
+from rxcord.providers.sse import SseParser
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures" / "anthropic"
 ADAPTER = AnthropicAdapter()
@@ -289,13 +288,13 @@ def test_body_closing_without_message_delta_releases_calls() -> None:
 def debug_log() -> Iterator[list[str]]:
     """Capture the providers package's debug log lines."""
     lines: list[str] = []
-    logger.enable("providers")
+    logger.enable("rxcord")
     sink = logger.add(lines.append, level="DEBUG", format="{message}")
     try:
         yield lines
     finally:
         logger.remove(sink)
-        logger.disable("providers")
+        logger.disable("rxcord")
 
 
 def test_unknown_events_are_filtered_with_a_debug_log(debug_log: list[str]) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pipeline.request import ChatRequest
-from pipeline.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk
-from providers.custom import CustomAdapter
-from providers.errors import classify_http_error
-from providers.openai_wire import ChatCompletionsNormalizer
+from rxcord.core.request import ChatRequest
+from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk
+from rxcord.providers.custom import CustomAdapter
+from rxcord.providers.errors import classify_http_error
+from rxcord.providers.openai_wire import ChatCompletionsNormalizer
+
 from tests.providers.test_openai_wire import (
     calls_of,
     load_json,
@@ -106,8 +107,8 @@ def test_custom_request_uses_the_given_endpoint() -> None:
 
 def test_template_opened_think_block_routes_long_reasoning() -> None:
     """With the template opening <think>, reasoning longer than the default window still never shows."""
-    from pipeline.types import ChunkType, RawStreamChunk
-    from providers.custom import CustomAdapter
+    from rxcord.core.types import ChunkType, RawStreamChunk
+    from rxcord.providers.custom import CustomAdapter
 
     reasoning = "Let me think step by step about this. " * 40
     deltas = [reasoning[i : i + 7] for i in range(0, len(reasoning), 7)] + [

@@ -8,9 +8,8 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.types import ErrorType, ProviderError
-from providers.errors import (
+from rxcord.core.types import ErrorType, ProviderError
+from rxcord.providers.errors import (
     classify_exception,
     classify_http_error,
     classify_stream_error,
@@ -19,6 +18,7 @@ from providers.errors import (
     error_facts,
     scrub,
 )
+
 from tests.providers.test_openai_wire import load_json, sse_events
 
 

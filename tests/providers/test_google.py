@@ -11,10 +11,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from loguru import logger
-
-from pipeline.errors import InputError
-from pipeline.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
-from pipeline.types import (
+from rxcord.core.errors import InputError
+from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
+from rxcord.core.types import (
     ChunkType,
     ErrorType,
     FinishReason,
@@ -25,9 +24,9 @@ from pipeline.types import (
     ThoughtLogEntry,
     Usage,
 )
-from providers.errors import classify_http_error
-from providers.google import MIN_RESENT_PART_CHARS, GeminiNormalizer, GoogleAdapter, build_gemini_body
-from providers.sse import SseParser
+from rxcord.providers.errors import classify_http_error
+from rxcord.providers.google import MIN_RESENT_PART_CHARS, GeminiNormalizer, GoogleAdapter, build_gemini_body
+from rxcord.providers.sse import SseParser
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures" / "google"
 ADAPTER = GoogleAdapter()
@@ -304,13 +303,13 @@ def test_complete_single_response_body() -> None:
 def debug_log() -> Iterator[list[str]]:
     """Capture the providers package's debug log lines."""
     lines: list[str] = []
-    logger.enable("providers")
+    logger.enable("rxcord")
     sink = logger.add(lines.append, level="DEBUG", format="{message}")
     try:
         yield lines
     finally:
         logger.remove(sink)
-        logger.disable("providers")
+        logger.disable("rxcord")
 
 
 def test_unknown_chunk_is_filtered_with_a_debug_log(debug_log: list[str]) -> None:

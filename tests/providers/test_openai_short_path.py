@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rxcord.core.types import ChunkNormalizer, ProcessedChunk, RawStreamChunk
+from rxcord.providers.custom import CustomAdapter
+from rxcord.providers.nvidia import NvidiaAdapter
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.openai_wire import ChatCompletionsNormalizer
+from rxcord.providers.openrouter import OpenRouterAdapter
 
-from pipeline.types import ChunkNormalizer, ProcessedChunk, RawStreamChunk
-from providers.custom import CustomAdapter
-from providers.nvidia import NvidiaAdapter
-from providers.openai import OpenAIAdapter
-from providers.openai_wire import ChatCompletionsNormalizer
-from providers.openrouter import OpenRouterAdapter
 from tests.providers.test_openai_wire import CAPTURES, raws, run, sse_events
 
 NORMALIZERS: dict[str, Callable[[], ChunkNormalizer]] = {

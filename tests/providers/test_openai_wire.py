@@ -19,10 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
-
-from pipeline.errors import InputError
-from pipeline.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
-from pipeline.types import (
+from rxcord.core.errors import InputError
+from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
+from rxcord.core.types import (
     ChunkNormalizer,
     ChunkType,
     ErrorType,
@@ -33,10 +32,10 @@ from pipeline.types import (
     RawStreamChunk,
     ThoughtKind,
 )
-from providers.custom import CustomAdapter
-from providers.nvidia import NVIDIA_BASE_URL, NvidiaAdapter
-from providers.openai import OPENAI_BASE_URL, OpenAIAdapter
-from providers.openai_wire import (
+from rxcord.providers.custom import CustomAdapter
+from rxcord.providers.nvidia import NVIDIA_BASE_URL, NvidiaAdapter
+from rxcord.providers.openai import OPENAI_BASE_URL, OpenAIAdapter
+from rxcord.providers.openai_wire import (
     ChatCompletionsNormalizer,
     build_chat_body,
     build_messages,
@@ -504,7 +503,7 @@ def test_transport_error_chunk_passes_through() -> None:
 def test_unknown_chunks_are_filtered_with_a_debug_line() -> None:
     """A chunk with nothing recognizable produces no output and one debug log line."""
     lines: list[str] = []
-    logger.enable("providers")
+    logger.enable("rxcord")
     sink = logger.add(lines.append, level="DEBUG", format="{message}")
     try:
         out = ChatCompletionsNormalizer(provider="custom").feed(
@@ -512,7 +511,7 @@ def test_unknown_chunks_are_filtered_with_a_debug_line() -> None:
         )
     finally:
         logger.remove(sink)
-        logger.disable("providers")
+        logger.disable("rxcord")
     assert out == []
     assert any("unknown chunk" in line and "ping" in line for line in lines)
 

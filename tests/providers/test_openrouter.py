@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.request import ChatRequest, Message, Role, SamplerSettings
-from pipeline.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk, ThoughtKind
-from providers.degrade import Degrader
-from providers.errors import classify_http_error
-from providers.openrouter import OPENROUTER_BASE_URL, OpenRouterAdapter
+from rxcord.core.request import ChatRequest, Message, Role, SamplerSettings
+from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk, ThoughtKind
+from rxcord.providers.degrade import Degrader
+from rxcord.providers.errors import classify_http_error
+from rxcord.providers.openrouter import OPENROUTER_BASE_URL, OpenRouterAdapter
+
 from tests.providers.test_openai_wire import (
     calls_of,
     load_json,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from providers.sse import SseEvent, SseLineTooLong, SseParser
+from rxcord.providers.sse import SseEvent, SseLineTooLong, SseParser
 
 
 def _parse(pieces: list[bytes]) -> list[SseEvent]:

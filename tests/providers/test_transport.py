@@ -10,17 +10,16 @@ from typing import Any
 import pytest
 from aiohttp import web
 from loguru import logger
-
-from pipeline.aio import drain
-from pipeline.errors import SsrfRefusedError
-from pipeline.replay import Chunking, ReplayServer
-from pipeline.request import ChatRequest, ImagePart, Message, SamplerSettings
-from pipeline.types import ErrorType, RawStreamChunk
-from providers.custom import CustomAdapter
-from providers.openai import OpenAIAdapter
-from providers.openrouter import OpenRouterAdapter
-from providers.ssrf import SsrfGuard
-from providers.transport import TransportConfig, TransportStats, stream_source
+from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.request import ChatRequest, ImagePart, Message, SamplerSettings
+from rxcord.core.types import ErrorType, RawStreamChunk
+from rxcord.io.replay import Chunking, ReplayServer
+from rxcord.operators.aio import drain
+from rxcord.providers.custom import CustomAdapter
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.openrouter import OpenRouterAdapter
+from rxcord.providers.ssrf import SsrfGuard
+from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 
 SSE = "text/event-stream"
 JSON = "application/json"

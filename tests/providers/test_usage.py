@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
-
-from pipeline.types import ErrorType, ProviderError, Usage
-from providers.hooks import (
+from rxcord.core.types import ErrorType, ProviderError, Usage
+from rxcord.providers.hooks import (
     DenialCopy,
     ProviderRequest,
     ProviderRequestDeniedError,
@@ -23,7 +22,7 @@ from providers.hooks import (
     request_hook_registered,
     with_usage_context,
 )
-from providers.usage import (
+from rxcord.providers.usage import (
     clamp_usage,
     from_anthropic,
     from_gemini,
@@ -33,6 +32,7 @@ from providers.usage import (
     usage_callback,
     with_usage_callback,
 )
+
 from tests.providers.test_openai_wire import sse_events
 
 # -- OpenAI-compatible ---------------------------------------------------------
@@ -249,14 +249,14 @@ def test_failing_callback_never_fails_inference() -> None:
         raise RuntimeError("storage down")
 
     lines: list[str] = []
-    logger.enable("providers")
+    logger.enable("rxcord")
     sink = logger.add(lines.append, level="WARNING", format="{message}")
     try:
         with with_usage_callback(broken):
             report_usage(Usage(input_tokens=1))
     finally:
         logger.remove(sink)
-        logger.disable("providers")
+        logger.disable("rxcord")
     assert any("usage recorder failed" in line for line in lines)
 
 

@@ -6,16 +6,16 @@ from collections.abc import AsyncIterator
 
 import discord
 import pytest
+from rxcord.compose.run import stream_to_discord
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import DiscordStopError
+from rxcord.core.request import ChatRequest, Message
+from rxcord.core.types import StopKind, StreamStatus
+from rxcord.io.replay import ReplayServer
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.sinks.discordpy import DiscordPySink
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.errors import DiscordStopError
-from pipeline.replay import ReplayServer
-from pipeline.request import ChatRequest, Message
-from pipeline.run import stream_to_discord
-from pipeline.types import StopKind, StreamStatus
-from providers.openai import OpenAIAdapter
-from sinks.discordpy import DiscordPySink
-from sinks.emulator import DiscordEmulator, EmulatorConfig
 from tests.conftest import DEMO_DATA
 
 
@@ -42,7 +42,7 @@ async def test_stream_delivers_through_discordpy(
     """A full stream reaches the emulator through discord.py, mentions suppressed, in order."""
     client, emulator = emulated_client
     async with ReplayServer(body=(DEMO_DATA / "openrouter_reasoning_code.sse").read_bytes()) as server:
-        from providers.openrouter import OpenRouterAdapter
+        from rxcord.providers.openrouter import OpenRouterAdapter
 
         result = await stream_to_discord(
             OpenRouterAdapter(),

@@ -14,8 +14,14 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, check_message_payload, run_forever, serve
+from rxcord.sinks.emulator import (
+    DiscordEmulator,
+    EmulatorConfig,
+    Fault,
+    check_message_payload,
+    run_forever,
+    serve,
+)
 
 TOKEN = "emulator-token"
 CHANNEL = "100000000000000001"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.config import StreamContext
-from pipeline.errors import DiscordError, DiscordStopError
-from pipeline.types import StopKind
-from sinks.base import DiscordSink
-from sinks.memory import MemorySink
+from rxcord.core.config import StreamContext
+from rxcord.core.errors import DiscordError, DiscordStopError
+from rxcord.core.types import StopKind
+from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.memory import MemorySink
 
 
 async def test_records_payloads_and_returns_increasing_ids() -> None:

@@ -16,15 +16,14 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
-
-from operators.flush import error_embed
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.delivery import DiscordDelivery
-from pipeline.state import Segment
-from pipeline.types import ErrorType, ProviderError, SegmentKind
-from sinks.emulator import DiscordEmulator
-from sinks.memory import MemorySink
-from sinks.rest import RestSink
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.state import Segment
+from rxcord.core.types import ErrorType, ProviderError, SegmentKind
+from rxcord.operators.flush import error_embed
+from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.emulator import DiscordEmulator
+from rxcord.sinks.memory import MemorySink
+from rxcord.sinks.rest import RestSink
 
 SPEC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "discord_openapi" / "messages.json").read_text()

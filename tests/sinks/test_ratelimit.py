@@ -6,8 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-
-from sinks.ratelimit import (
+from rxcord.sinks.ratelimit import (
     InvalidRequestLimitError,
     RateLimited,
     RateLimiter,

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from loguru import logger
+from rxcord.core.config import StreamContext
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
+from rxcord.sinks.ratelimit import RateLimiter, Route
+from rxcord.sinks.redis_ratelimit import RedisRateLimiter, make_limiter, token_namespace
+from rxcord.sinks.rest import Backoff, RestSink
 
-from pipeline.config import StreamContext
-from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
-from sinks.ratelimit import RateLimiter, Route
-from sinks.redis_ratelimit import RedisRateLimiter, make_limiter, token_namespace
-from sinks.rest import Backoff, RestSink
 from tests.redis_server import Restartable, redis_url, restartable_redis
 
 __all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest
@@ -164,7 +164,7 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
 ) -> None:
     """Redis killed mid-run: streams go on (local fallback, logged), nothing twice; restart: shared again."""
     lines: list[str] = []
-    logger.enable("sinks")
+    logger.enable("rxcord")
     handler = logger.add(lines.append, level="INFO", format="{message}")
     try:
         config = EmulatorConfig(channel_limit=5, channel_window=0.5)
@@ -197,7 +197,7 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
             _assert_delivered(emulator, plan)
     finally:
         logger.remove(handler)
-        logger.disable("sinks")
+        logger.disable("rxcord")
     assert any("Redis unreachable" in line for line in lines)
     assert any("reachable again" in line for line in lines)
 

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 from loguru import logger
-
-from pipeline.config import StreamContext
-from pipeline.errors import DiscordError, DiscordStopError, UnknownWebhookError
-from pipeline.types import StopKind
-from sinks.base import DiscordSink
-from sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
-from sinks.ratelimit import RateLimiter
-from sinks.rest import Backoff, RestSink
+from rxcord.core.config import StreamContext
+from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from rxcord.core.types import StopKind
+from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
+from rxcord.sinks.ratelimit import RateLimiter
+from rxcord.sinks.rest import Backoff, RestSink
 
 TOKEN = "emulator-token"
 CHANNEL = "100000000000000001"
@@ -237,7 +236,7 @@ async def test_secrets_never_leak(emulator: DiscordEmulator) -> None:
     """Neither the bot token nor a webhook token appears in logs, exceptions or reprs."""
     hook = emulator.add_webhook(CHANNEL)
     lines: list[str] = []
-    logger.enable("sinks")
+    logger.enable("rxcord")
     handler = logger.add(lines.append, level="DEBUG", format="{message} {extra}")
     errors: list[BaseException] = []
     try:
@@ -258,7 +257,7 @@ async def test_secrets_never_leak(emulator: DiscordEmulator) -> None:
             texts = [*lines, repr(sink), repr(ctx), repr(sink.limiter)]
     finally:
         logger.remove(handler)
-        logger.disable("sinks")
+        logger.disable("rxcord")
     texts += [f"{e!s} {e!r}" for e in errors]
     assert len(errors) == 5 and any("failed after" in str(e) for e in errors)
     assert any("retry" in line for line in lines)

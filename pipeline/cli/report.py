@@ -23,9 +23,8 @@ from typing import Any
 
 import attrs
 import cattrs
-
-from pipeline.state import StreamResult
-from pipeline.types import FunctionCall, ProviderError, Usage
+from rxcord.core.state import StreamResult
+from rxcord.core.types import FunctionCall, ProviderError, Usage
 
 
 @attrs.frozen(kw_only=True)

@@ -23,8 +23,7 @@ from typing import TextIO, TypeVar
 
 import attrs
 from reactivex import Observable, abc
-
-from pipeline.types import Operator
+from rxcord.core.types import Operator
 
 _T = TypeVar("_T")
 

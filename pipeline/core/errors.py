@@ -11,7 +11,7 @@
         └── UnknownWebhookError  404 / 10015: the webhook is gone; never use it again
 
 Provider failures are *data*, not exceptions: they travel as
-``ProcessedChunk`` error chunks carrying a ``pipeline.types.ProviderError``.
+``ProcessedChunk`` error chunks carrying a ``rxcord.core.types.ProviderError``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ __all__ = (
 )
 
 import attrs
-
-from pipeline.types import StopKind
+from rxcord.core.types import StopKind
 
 
 class RxcordError(Exception):

@@ -19,7 +19,7 @@ Stage 01 (context assembly) happens before the source exists: the adapter's
 ``build_request``. Everything here is lazy: nothing runs until the returned
 observable is subscribed, and each subscription is an independent stream.
 
-Given a ``Timeline`` (``pipeline.timeline``), ``build_chain`` adds pass-through
+Given a ``Timeline`` (``rxcord.operators.timeline``), ``build_chain`` adds pass-through
 taps after the source, the normalizer, the orchestrator, the flusher, the
 cleaner and the result; without one it adds none.
 """
@@ -34,22 +34,9 @@ from typing import TypeVar
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
-
-from operators.accumulate import accumulate
-from operators.clean import clean
-from operators.collect_result import collect_result
-from operators.deliver import deliver
-from operators.flush import flush
-from operators.idle_timeout import idle_timeout
-from operators.normalize import normalize
-from operators.prefill import prefill
-from operators.speaker_guard import speaker_guard
-from operators.stop_gate import stop_gate
-from operators.typing_heartbeat import typing_heartbeat
-from pipeline.config import StreamConfig
-from pipeline.state import Delivery, Segment, StreamResult, StreamState, TypingPulse
-from pipeline.timeline import CLEAN, FLUSH, Timeline
-from pipeline.types import (
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import Delivery, Segment, StreamResult, StreamState, TypingPulse
+from rxcord.core.types import (
     ChunkNormalizer,
     Operator,
     ProcessedChunk,
@@ -57,6 +44,18 @@ from pipeline.types import (
     RawStreamChunk,
     StopSignal,
 )
+from rxcord.operators.accumulate import accumulate
+from rxcord.operators.clean import clean
+from rxcord.operators.collect_result import collect_result
+from rxcord.operators.flush import flush
+from rxcord.operators.idle_timeout import idle_timeout
+from rxcord.operators.normalize import normalize
+from rxcord.operators.prefill import prefill
+from rxcord.operators.speaker_guard import speaker_guard
+from rxcord.operators.stop_gate import stop_gate
+from rxcord.operators.timeline import CLEAN, FLUSH, Timeline
+from rxcord.operators.typing_heartbeat import typing_heartbeat
+from rxcord.sinks.deliver import deliver
 
 _T = TypeVar("_T")
 
@@ -221,7 +220,7 @@ def build_chain(
         send: Delivers one segment or typing pulse (stage 07).
         provider: Provider name (thought-log footer).
         tap: An optional pass-through operator on the states (``--stop KIND@N``, progress).
-        timeline: Records what each stage does and when (``pipeline.timeline``); without it
+        timeline: Records what each stage does and when (``rxcord.operators.timeline``); without it
             no recording operator is added at all.
         describe: The provider's error description function (the error embed's text).
         merge: Coalesces segments that queued behind a Discord send in flight (live delivery).

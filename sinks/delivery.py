@@ -31,17 +31,16 @@ import reactivex
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
-
-from operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
-from operators.persona import webhook_username
-from operators.split_message import split_message
-from pipeline.aio import from_coro
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.errors import DiscordStopError
-from pipeline.state import Delivery, Segment, SentMessage, TypingPulse
-from pipeline.timeline import DELIVERY, Timeline
-from pipeline.types import DeliveryMode, SegmentKind, StopKind, StopSignal
-from sinks.base import DiscordSink
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import DiscordStopError
+from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse
+from rxcord.core.types import DeliveryMode, SegmentKind, StopKind, StopSignal
+from rxcord.operators.aio import from_coro
+from rxcord.operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
+from rxcord.operators.timeline import DELIVERY, Timeline
+from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.persona import webhook_username
+from rxcord.sinks.split_message import split_message
 
 _log = logger.bind(stage="07-delivery")
 
@@ -97,7 +96,7 @@ class DiscordDelivery:
     def merge(
         self, first: Segment | TypingPulse, second: Segment | TypingPulse
     ) -> Segment | TypingPulse | None:
-        """Coalesce two items that queued behind a send in flight (``operators.deliver``).
+        """Coalesce two items that queued behind a send in flight (``rxcord.sinks.deliver``).
 
         Adjacent text segments become one (stage 07 then splits it into as few messages as
         the limit allows); a queued typing pulse is dropped (the next message ends typing

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 async def serve_emulator(port: int, out: Callable[[str], None]) -> None:
     """Serve the emulator on *port* (0: any free port); print its base URL and bot token once ready."""
-    from sinks.emulator import EmulatorConfig, run_forever
+    from rxcord.sinks.emulator import EmulatorConfig, run_forever
 
     config = EmulatorConfig()
 

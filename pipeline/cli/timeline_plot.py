@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
-from pipeline.errors import InputError
-from pipeline.timeline import DELIVERY, LANES, ORCHESTRATOR, Timeline, TimelineEvent
+from rxcord.core.errors import InputError
+from rxcord.operators.timeline import DELIVERY, LANES, ORCHESTRATOR, Timeline, TimelineEvent
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

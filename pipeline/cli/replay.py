@@ -1,8 +1,8 @@
 """``rxcord replay``: serve a capture on 127.0.0.1, run the full chain, report the result.
 
-``--timeline out.png`` records the stream's timeline (``pipeline.timeline``)
+``--timeline out.png`` records the stream's timeline (``rxcord.operators.timeline``)
 and writes its plot; on a terminal, a live count of routed chunks is shown on
-stderr while the replay runs (``pipeline.progress``).
+stderr while the replay runs (``rxcord.cli.progress``).
 """
 
 from __future__ import annotations
@@ -18,25 +18,24 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import attrs
 import reactivex
-
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.errors import InputError
-from pipeline.progress import Progress
-from pipeline.replay import Chunking, ReplayServer
-from pipeline.report import report_from_result, to_json_obj
-from pipeline.request import ChatRequest, Message, ToolSpec
-from pipeline.run import StreamJob, TapFactory, run_stream
-from pipeline.state import StreamResult
-from pipeline.stops import StopHandle
-from pipeline.timeline import Timeline
-from pipeline.types import DeliveryMode, StopKind
-from providers.registry import default_registry
-from providers.ssrf import SsrfGuard
-from providers.transport import TransportConfig
-from sinks.base import DiscordSink
+from rxcord.cli.progress import Progress
+from rxcord.cli.report import report_from_result, to_json_obj
+from rxcord.compose.run import StreamJob, TapFactory, run_stream
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import InputError
+from rxcord.core.request import ChatRequest, Message, ToolSpec
+from rxcord.core.state import StreamResult
+from rxcord.core.stops import StopHandle
+from rxcord.core.types import DeliveryMode, StopKind
+from rxcord.io.replay import Chunking, ReplayServer
+from rxcord.operators.timeline import Timeline
+from rxcord.providers.registry import default_registry
+from rxcord.providers.ssrf import SsrfGuard
+from rxcord.providers.transport import TransportConfig
+from rxcord.sinks.base import DiscordSink
 
 if TYPE_CHECKING:
-    from sinks.emulator import EmulatorConfig
+    from rxcord.sinks.emulator import EmulatorConfig
 
 REPLAY_MODEL = "replay-model"
 """The model name replays ask for (the capture decides what comes back)."""
@@ -91,7 +90,7 @@ async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
     )
     plot_path: str | None = getattr(args, "timeline", None)
     if plot_path:
-        from pipeline.timeline_plot import require_matplotlib
+        from rxcord.cli.timeline_plot import require_matplotlib
 
         # Before the replay, not after it.
         require_matplotlib()
@@ -101,7 +100,7 @@ async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
     with Progress("replay", unit="chunks") as progress:
         outcome = await run_replay(attrs.evolve(options, progress=progress))
     if plot_path and options.timeline is not None:
-        from pipeline.timeline_plot import save_timeline
+        from rxcord.cli.timeline_plot import save_timeline
 
         label = f"{options.capture.name} ({options.provider}, {options.delivery.value} delivery)"
         try:
@@ -172,7 +171,7 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
 
 
 def _stop_tap(kind: StopKind, count: int) -> TapFactory:
-    from operators.stop_after import stop_after
+    from rxcord.operators.stop_after import stop_after
 
     def factory(handle: StopHandle) -> Any:
         return stop_after(count, kind, handle.subject)
@@ -193,13 +192,13 @@ async def _sink(
     kind: str, emulator_config: EmulatorConfig | None = None, timeline: Timeline | None = None
 ) -> AsyncIterator[DiscordSink]:
     if kind == "memory":
-        from sinks.memory import MemorySink
+        from rxcord.sinks.memory import MemorySink
 
         yield MemorySink()
         return
-    from sinks.emulator import DiscordEmulator, EmulatorConfig
-    from sinks.ratelimit import RateLimiter
-    from sinks.rest import RestSink
+    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+    from rxcord.sinks.ratelimit import RateLimiter
+    from rxcord.sinks.rest import RestSink
 
     emulator = DiscordEmulator(emulator_config or EmulatorConfig())
     base_url = await emulator.start()

@@ -1,7 +1,7 @@
 """Run one stream: wire a provider source, the chain and a Discord sink, and await the result.
 
 This is the one awaitable entry point. It injects the ``AsyncIOScheduler``
-once (through ``pipeline.aio.drain``), binds a stream id and the channel to
+once (through ``rxcord.operators.aio.drain``), binds a stream id and the channel to
 every log line, and makes sure the stream's stop handle is released.
 """
 
@@ -16,22 +16,21 @@ import aiohttp
 import attrs
 from loguru import logger
 from reactivex import Observable
-
-from operators.mentions import MentionResolver
-from pipeline.accounting import begin_hold, denied_result, settle
-from pipeline.aio import drain
-from pipeline.chain import build_chain
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.delivery import DiscordDelivery
-from pipeline.request import ChatRequest
-from pipeline.state import StreamResult, StreamState
-from pipeline.stops import StopHandle, StopRegistry
-from pipeline.timeline import Timeline
-from pipeline.types import Operator
-from providers.base import HttpRequest, ProviderAdapter
-from providers.hooks import ProviderRequestDeniedError
-from providers.transport import TransportConfig, TransportStats, stream_source
-from sinks.base import DiscordSink
+from rxcord.compose.accounting import begin_hold, denied_result, settle
+from rxcord.compose.chain import build_chain
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.request import ChatRequest
+from rxcord.core.state import StreamResult, StreamState
+from rxcord.core.stops import StopHandle, StopRegistry
+from rxcord.core.types import Operator
+from rxcord.operators.aio import drain
+from rxcord.operators.mentions import MentionResolver
+from rxcord.operators.timeline import Timeline
+from rxcord.providers.base import HttpRequest, ProviderAdapter
+from rxcord.providers.hooks import ProviderRequestDeniedError
+from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
+from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.delivery import DiscordDelivery
 
 TapFactory = Callable[[StopHandle], Operator[StreamState, StreamState]]
 
@@ -62,7 +61,7 @@ def build_stream(
 ) -> Observable[StreamResult]:
     """The chain for *job*, not yet running (subscribe or ``await`` it to run).
 
-    With a *timeline*, every stage records what it does and when (``pipeline.timeline``).
+    With a *timeline*, every stage records what it does and when (``rxcord.operators.timeline``).
     """
     source = stream_source(job.adapter, job.request, session=job.session, config=job.transport, stats=stats)
     delivery = DiscordDelivery(
@@ -109,10 +108,10 @@ async def run_stream(
         tap: Builds a pass-through operator on the states from the stop handle.
         stats: Transport counters to fill.
         nonce_prefix: Fixed nonce prefix (reproducible payloads in tests and replays).
-        timeline: Records the stream's timeline (see ``pipeline.timeline``).
+        timeline: Records the stream's timeline (see ``rxcord.operators.timeline``).
 
     Raises:
-        pipeline.errors.DiscordError: Discord refused a message in a way that is not an internal stop.
+        rxcord.core.errors.DiscordError: Discord refused a message in a way that is not an internal stop.
     """
     handle = (
         registry.open(job.context.channel_id)

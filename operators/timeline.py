@@ -27,7 +27,7 @@ Stage 01 (context assembly) happens before the stream exists; its output is
 the ``request`` mark.
 
 Time. Every timestamp is read from the scheduler the chain was subscribed
-with (``operators.quiet_timer.seconds_clock``: the event loop's monotonic clock
+with (``rxcord.operators.quiet_timer.seconds_clock``: the event loop's monotonic clock
 under asyncio, the one its timers run on; virtual time under a
 ``TestScheduler``), never from the wall clock, as seconds since the chain's
 subscription. The first tap subscribed binds the scheduler; stage 07's
@@ -65,10 +65,9 @@ from typing import Any, Final, TypeAlias, TypeVar
 import attrs
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
-
-from operators.quiet_timer import seconds_clock
-from pipeline.state import Segment, StreamResult, StreamState
-from pipeline.types import ChunkType, Operator, ProcessedChunk, RawStreamChunk, StopSignal, StreamStatus
+from rxcord.core.state import Segment, StreamResult, StreamState
+from rxcord.core.types import ChunkType, Operator, ProcessedChunk, RawStreamChunk, StopSignal, StreamStatus
+from rxcord.operators.quiet_timer import seconds_clock
 
 _T = TypeVar("_T")
 

@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
-from pipeline.types import (
+from rxcord.core.types import (
     FinishReason,
     FunctionCall,
     ProviderError,

@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 import attrs
-
-from pipeline.types import FunctionCall, ThoughtLogEntry
+from rxcord.core.types import FunctionCall, ThoughtLogEntry
 
 
 class Role(str, enum.Enum):

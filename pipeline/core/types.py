@@ -60,7 +60,7 @@ class ChunkType(str, enum.Enum):
 
 
 class ErrorType(str, enum.Enum):
-    """Classification of a provider failure (see ``providers.errors``)."""
+    """Classification of a provider failure (see ``rxcord.providers.errors``)."""
 
     API_ERROR = "api_error"
     RATE_LIMIT = "rate_limit"

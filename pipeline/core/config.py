@@ -1,6 +1,6 @@
 """Configuration of one stream: what to do (``StreamConfig``) and where (``StreamContext``).
 
-A leaf module, like ``pipeline.types``. Both classes are frozen: a stream's
+A leaf module, like ``rxcord.core.types``. Both classes are frozen: a stream's
 configuration never changes while it runs.
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 __all__ = ("RenderModifiers", "StreamConfig", "StreamContext")
 
 import attrs
-
-from pipeline.types import DeliveryMode
+from rxcord.core.types import DeliveryMode
 
 DISCORD_MESSAGE_LIMIT = 2000
 """Discord's content limit for bots, in code points."""

@@ -13,8 +13,8 @@ replay fields) to the context and streams again, up to ``max_rounds``
   so a user sees one clear notice for the turn, not one per attempt.
 
 Usage is reported once per completed response through the request-bound
-usage callback (``providers.usage.with_usage_callback``), and summed for
-the turn with ``providers.usage.sum_turn_usage``.
+usage callback (``rxcord.providers.usage.with_usage_callback``), and summed for
+the turn with ``rxcord.providers.usage.sum_turn_usage``.
 """
 
 from __future__ import annotations
@@ -28,21 +28,20 @@ from typing import Any
 import aiohttp
 import attrs
 from loguru import logger
-
-from operators.flush import error_embed
-from operators.mentions import MentionResolver
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.delivery import DiscordDelivery
-from pipeline.request import ChatRequest, Message, Role, TextPart
-from pipeline.run import stream_to_discord
-from pipeline.state import Segment, StreamResult
-from pipeline.stops import StopRegistry
-from pipeline.types import FunctionCall, ProviderError, SegmentKind, StreamStatus, Usage
-from providers.base import ProviderAdapter
-from providers.hooks import current_usage_context, find_denial
-from providers.transport import TransportConfig
-from providers.usage import sum_turn_usage
-from sinks.base import DiscordSink
+from rxcord.compose.run import stream_to_discord
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.request import ChatRequest, Message, Role, TextPart
+from rxcord.core.state import Segment, StreamResult
+from rxcord.core.stops import StopRegistry
+from rxcord.core.types import FunctionCall, ProviderError, SegmentKind, StreamStatus, Usage
+from rxcord.operators.flush import error_embed
+from rxcord.operators.mentions import MentionResolver
+from rxcord.providers.base import ProviderAdapter
+from rxcord.providers.hooks import current_usage_context, find_denial
+from rxcord.providers.transport import TransportConfig
+from rxcord.providers.usage import sum_turn_usage
+from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.delivery import DiscordDelivery
 
 _log = logger.bind(stage="turn")
 

@@ -17,16 +17,15 @@ from collections.abc import Callable
 from typing import Final
 
 import aiohttp
-
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.errors import InputError, MissingCredentialError
-from pipeline.request import ChatRequest, Message
-from pipeline.run import stream_to_discord
-from pipeline.types import DeliveryMode
-from providers.registry import default_registry
-from providers.ssrf import SsrfGuard
-from providers.transport import TransportConfig
-from sinks.base import DiscordSink
+from rxcord.compose.run import stream_to_discord
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import InputError, MissingCredentialError
+from rxcord.core.request import ChatRequest, Message
+from rxcord.core.types import DeliveryMode
+from rxcord.providers.registry import default_registry
+from rxcord.providers.ssrf import SsrfGuard
+from rxcord.providers.transport import TransportConfig
+from rxcord.sinks.base import DiscordSink
 
 API_KEY_VARIABLES: Final = {
     "openai": "OPENAI_API_KEY",
@@ -91,8 +90,8 @@ def _env_flag(name: str) -> bool:
 
 
 def _target(args: argparse.Namespace, session: aiohttp.ClientSession) -> tuple[DiscordSink, StreamContext]:
-    from sinks.rest import RestSink
-    from sinks.terminal import TerminalSink
+    from rxcord.sinks.rest import RestSink
+    from rxcord.sinks.terminal import TerminalSink
 
     discord_base = args.discord_base_url or os.environ.get("RXCORD_DISCORD_BASE_URL") or DISCORD_API
     if args.webhook_url:

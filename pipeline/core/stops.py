@@ -16,8 +16,7 @@ from loguru import logger
 from reactivex import Observable
 from reactivex.scheduler import ImmediateScheduler
 from reactivex.subject import ReplaySubject
-
-from pipeline.types import StopKind, StopSignal
+from rxcord.core.types import StopKind, StopSignal
 
 _log = logger.bind(stage="04-stops")
 

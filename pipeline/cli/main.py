@@ -15,9 +15,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from pipeline.errors import InputError, MissingCredentialError
-from pipeline.types import DeliveryMode, StopKind
-from providers.registry import PROVIDERS
+from rxcord.core.errors import InputError, MissingCredentialError
+from rxcord.core.types import DeliveryMode, StopKind
+from rxcord.providers.registry import PROVIDERS
 
 
 def _positive_int(text: str) -> int:
@@ -100,24 +100,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logger.remove()
     if args.verbose:
-        logger.enable("")
-        logger.add(sys.stderr, level="DEBUG", serialize=False)
+        # -v shows rxcord's own log lines (one namespace), not every library's.
+        logger.enable("rxcord")
+        logger.add(sys.stderr, level="DEBUG", serialize=False, filter="rxcord")
     try:
         if args.command == "replay":
-            from pipeline.replay_command import replay_command
+            from rxcord.cli.replay import replay_command
 
             report = asyncio.run(replay_command(args))
             _print(report, as_json=args.json)
         elif args.command == "demo":
-            from pipeline.demo import run_demo
+            from rxcord.cli.demo import run_demo
 
             asyncio.run(run_demo(_say))
         elif args.command == "emulator":
-            from pipeline.emulator_command import serve_emulator
+            from rxcord.cli.emulator import serve_emulator
 
             asyncio.run(serve_emulator(args.port, _say))
         elif args.command == "chat":
-            from pipeline.chat_command import chat_command
+            from rxcord.cli.chat import chat_command
 
             asyncio.run(chat_command(args, _say))
     except (InputError, MissingCredentialError) as exc:
@@ -137,7 +138,7 @@ def _print(report: dict[str, object], *, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
         return
-    from pipeline.human import render_report
+    from rxcord.cli.human import render_report
 
     sys.stdout.write(render_report(report))
 

@@ -4,7 +4,7 @@ Discord refuses content longer than 2000 code points (``len(str)``), and a
 message boundary ends every markdown construct open at it. ``split_message``
 cuts where a reader would pause and repairs what a cut must break:
 
-* Cut points come from ``operators.markdown_scan.MarkdownScanner``: paragraph
+* Cut points come from ``rxcord.operators.markdown_scan.MarkdownScanner``: paragraph
   break, then line break, then sentence end, then space; never inside inline
   code, a mention, a channel or role, a slash command, a custom emoji, a
   timestamp, a URL (bare or ``<...>``), a masked link, a table, or a grapheme
@@ -44,7 +44,8 @@ import bisect
 import re
 from typing import Final
 
-from operators.markdown_scan import (
+from rxcord.core.config import DISCORD_MESSAGE_LIMIT
+from rxcord.operators.markdown_scan import (
     Cut,
     Fence,
     FenceSpan,
@@ -53,7 +54,6 @@ from operators.markdown_scan import (
     is_grapheme_boundary,
     token_spans,
 )
-from pipeline.config import DISCORD_MESSAGE_LIMIT
 
 _FENCE_RUN: Final = re.compile(r"`{3,}|~{3,}")
 

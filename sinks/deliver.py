@@ -23,9 +23,8 @@ from typing import TypeAlias, TypeVar
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
-
-from pipeline.state import Delivery
-from pipeline.types import Operator
+from rxcord.core.state import Delivery
+from rxcord.core.types import Operator
 
 _T = TypeVar("_T")
 

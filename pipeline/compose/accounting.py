@@ -15,11 +15,11 @@ __all__ = ("begin_hold", "denied_result", "settle")
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from pipeline.state import StreamResult
-from pipeline.types import ErrorType, FinishReason, ProviderError, StreamStatus
-from providers.base import HttpRequest
-from providers.hooks import Hold, ProviderRequestDeniedError, begin_provider_request
-from providers.usage import report_usage
+from rxcord.core.state import StreamResult
+from rxcord.core.types import ErrorType, FinishReason, ProviderError, StreamStatus
+from rxcord.providers.base import HttpRequest
+from rxcord.providers.hooks import Hold, ProviderRequestDeniedError, begin_provider_request
+from rxcord.providers.usage import report_usage
 
 _KEY_HEADERS = ("x-api-key", "x-goog-api-key")
 _SUCCESS = (StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL)

@@ -17,15 +17,14 @@ from typing import Any, Final
 
 import aiohttp
 import attrs
-
-from pipeline.config import StreamConfig, StreamContext
-from pipeline.replay import Chunking, ReplayServer
-from pipeline.request import ChatRequest, Message
-from pipeline.run import StreamJob, run_stream
-from pipeline.state import SentMessage, StreamResult
-from pipeline.types import DeliveryMode
-from providers.registry import default_registry
-from sinks.base import DiscordSink
+from rxcord.compose.run import StreamJob, run_stream
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.request import ChatRequest, Message
+from rxcord.core.state import SentMessage, StreamResult
+from rxcord.core.types import DeliveryMode
+from rxcord.io.replay import Chunking, ReplayServer
+from rxcord.providers.registry import default_registry
+from rxcord.sinks.base import DiscordSink
 
 DEMO_CAPTURES: Final = (
     ("openrouter", "openrouter_reasoning_code.sse", "a reasoning model writes code longer than one message"),
@@ -76,8 +75,8 @@ def _summary(title: str, result: StreamResult) -> str:
 
 async def run_demo(out: Callable[[str], None]) -> list[StreamResult]:
     """Run every bundled capture; print messages as they land and a summary of each result."""
-    from sinks.emulator import DiscordEmulator, EmulatorConfig
-    from sinks.rest import RestSink
+    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+    from rxcord.sinks.rest import RestSink
 
     registry = default_registry()
     emulator = DiscordEmulator(EmulatorConfig())
@@ -88,7 +87,7 @@ async def run_demo(out: Callable[[str], None]) -> list[StreamResult]:
         async with aiohttp.ClientSession() as session:
             rest = RestSink(base_url, emulator.config.token, session=session)
             for index, (provider, name, title) in enumerate(DEMO_CAPTURES):
-                body = resources.files("pipeline.data").joinpath(name).read_bytes()
+                body = resources.files("rxcord.data").joinpath(name).read_bytes()
                 adapter = registry.create(provider)
                 async with ReplayServer(body=body, chunking=Chunking(seed=index), pace=0.0005) as server:
                     chat = ChatRequest(model="demo-model", messages=(Message.user("demo"),))

@@ -1,0 +1,1 @@
+"""The ``rxcord`` command line and its presentation (reports, progress, timeline plots)."""

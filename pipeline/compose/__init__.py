@@ -1,0 +1,1 @@
+"""Composition: the named-stage pipeline, the one chain, the stream runner and the turn runner."""
