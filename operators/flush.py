@@ -608,8 +608,12 @@ def error_embed(
 _DISCARD: Final = frozenset(
     {StreamStatus.FOLLOW_UP_INTERRUPT, StreamStatus.KILLED}
     | {StreamStatus.for_stop(kind) for kind in StopKind if kind.is_internal}
-)
-"""Statuses that drop the buffer: a follow-up interrupt, a kill, and every internal stop."""
+) - {StreamStatus.SPEAKER_GUARD}
+"""Statuses that drop the buffer: a follow-up interrupt, a kill, and every internal stop but one.
+
+The speaker guard's stop flushes: the text before the other speaker's turn is the
+model's reply (the guard already withheld the turn itself; docs/decisions.md, issue 14).
+"""
 
 
 def _push_all(flusher: Flusher, parts: TextBuffer) -> list[Segment]:
@@ -635,7 +639,8 @@ def flush(
     ``ERROR_EMBED`` segment (``error_embed``) when the error is not retryable
     and neither ``config.suppress_user_errors`` nor ``config.defer_notice`` is
     set. ``FOLLOW_UP_INTERRUPT``, ``KILLED`` and internal stops discard the
-    buffer. Completion of the source flushes if nothing ended the stream.
+    buffer, except ``SPEAKER_GUARD``, which flushes the text before the turn.
+    Completion of the source flushes if nothing ended the stream.
 
     Live mode releases segments as they become safe and runs an idle timer on
     the subscribe-time scheduler: ``config.live_idle_flush`` seconds after the

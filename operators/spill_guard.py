@@ -12,7 +12,9 @@ Theory
 The missing space is the fingerprint: a backend joining two buffers leaves a
 sentence boundary *glued* to the next word, while a model's own prose puts
 whitespace after it. The guard therefore fires at most once per stream, on
-the first visible content after reasoning was seen, and only when:
+the first visible content of the stream when reasoning was seen before it
+(visible text that streams before any reasoning disarms the guard for good:
+reasoning arriving later cannot make a later sentence a spill), and only when:
 
 1. that content starts (after leading whitespace, which passes through) with
    a lowercase letter: code at the start (a leading backtick), a capital or a
@@ -66,7 +68,7 @@ _ANSWER_START_CATEGORIES: Final = frozenset(("So", "Ps", "Pi", "Pf"))
 
 class _Mode(enum.Enum):
     IDLE = enum.auto()
-    """No reasoning seen yet: pass through."""
+    """No reasoning and no visible text seen yet: pass through (visible text disarms for good)."""
     ARMED = enum.auto()
     """Reasoning seen, no visible content yet."""
     HOLDING = enum.auto()
@@ -148,10 +150,21 @@ class SpillGuard:
         if self._mode is _Mode.IDLE:
             self._mode = _Mode.ARMED
 
+    def note_visible(self) -> None:
+        """Visible content arrived before any reasoning (an earlier stage may still hold it): disarm."""
+        if self._mode is _Mode.IDLE:
+            self._mode = _Mode.DONE
+
     def feed(self, text: str) -> tuple[str, str]:
         """Consume one visible content delta; return the ``(visible, spilled_reasoning)`` it releases."""
         mode = self._mode
-        if mode is _Mode.IDLE or mode is _Mode.DONE:
+        if mode is _Mode.DONE:
+            return text, ""
+        if mode is _Mode.IDLE:
+            if not text.isspace() and text:
+                # Visible text before any reasoning: the first visible content is not after
+                # reasoning, so the guard can never fire in this stream.
+                self._mode = _Mode.DONE
             return text, ""
         lead = ""
         if mode is _Mode.ARMED:

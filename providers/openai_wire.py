@@ -445,6 +445,8 @@ class ChatCompletionsNormalizer:
     _spill: SpillGuard = attrs.field(init=False, factory=SpillGuard)
     _verbatim: VerbatimToolParser | None = attrs.field(init=False, default=None)
     _guards_done: bool = attrs.field(init=False, default=False)
+    _text_seen: bool = attrs.field(init=False, default=False)
+    """Whether any non-blank content has arrived (before the guards)."""
     _content: TextBuffer = attrs.field(init=False, factory=TextBuffer)
     _content_len: int = attrs.field(init=False, default=0)
     _drafts: dict[int, _CallDraft] = attrs.field(init=False, factory=dict)
@@ -562,7 +564,7 @@ class ChatCompletionsNormalizer:
             self._reasoning_content.append(text)
         thoughts.extend(_flat_entries(flat, text))
         if thoughts:
-            self._spill.note_reasoning()
+            self._note_field_reasoning()
         return True
 
     def finish(self) -> Sequence[ProcessedChunk]:
@@ -663,13 +665,13 @@ class ChatCompletionsNormalizer:
         thoughts = self._reasoning(delta)
         if thoughts:
             out.thoughts.extend(thoughts)
-            self._spill.note_reasoning()
+            self._note_field_reasoning()
         content = delta.get("content")
         if isinstance(content, list):
             content, reasoning = _content_parts(content)
             if reasoning:
                 out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
-                self._spill.note_reasoning()
+                self._note_field_reasoning()
         if isinstance(content, str) and content and not self._is_resend(content):
             self._text(content, out)
         calls = delta.get("tool_calls")
@@ -691,7 +693,19 @@ class ChatCompletionsNormalizer:
             return True
         self._content.append(content)
         self._content_len += len(content)
+        if not self._text_seen and not content.isspace():
+            self._text_seen = True
         return False
+
+    def _note_field_reasoning(self) -> None:
+        """Reasoning in its own field arms the spill guard, unless content already streamed.
+
+        Content still held by the think stripper's start window came *before* this
+        reasoning in the stream, so it disarms the guard (issue 14).
+        """
+        if self._text_seen:
+            self._spill.note_visible()
+        self._spill.note_reasoning()
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:
         if "reasoning_details" not in delta and "reasoning" not in delta and "reasoning_content" not in delta:

@@ -578,7 +578,7 @@ def test_marble_interrupt_and_internal_stop_discard() -> None:
     """A follow-up interrupt or an internal stop drops the buffer: nothing is emitted after it."""
     for status, kind in [
         (StreamStatus.FOLLOW_UP_INTERRUPT, StopKind.INTERRUPT),
-        (StreamStatus.SPEAKER_GUARD, StopKind.SPEAKER_GUARD),
+        (StreamStatus.SEND_MESSAGE_LIMIT, StopKind.SEND_MESSAGE_LIMIT),
         (StreamStatus.KILLED, StopKind.KILL),
     ]:
         states = {
@@ -591,6 +591,17 @@ def test_marble_interrupt_and_internal_stop_discard() -> None:
             "                012345678"
             results = m.start(source.pipe(flush(LIVE)))
             assert results == m.exp("-A------|", {"A": seg("One.\n\n")}), status
+
+
+def test_marble_speaker_guard_stop_flushes() -> None:
+    """The speaker guard's stop flushes the reply before the other speaker's turn (issue 14)."""
+    stop = state(status=StreamStatus.SPEAKER_GUARD, stop=StopSignal(StopKind.SPEAKER_GUARD))
+    with marbles() as m:
+        source = m.cold("-a-b-s--|", {"a": state("One.\n\nTwo"), "b": state(" more\n"), "s": stop})
+        "                012345678"
+        results = m.start(source.pipe(flush(LIVE)))
+        expected = {"A": seg("One.\n\n"), "B": seg("Two more\n", final=True)}
+        assert results == m.exp("-A---B--|", expected)
 
 
 def test_marble_user_stop_flushes() -> None:

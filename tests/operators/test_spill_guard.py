@@ -104,6 +104,23 @@ def test_seed_needs_reasoning() -> None:
     assert run(["must do.Hello!"], reasoning=False) == ("must do.Hello!", "")
 
 
+def test_visible_text_before_reasoning_disarms() -> None:
+    """Issue 14: text streamed before any reasoning disarms the guard; later reasoning cannot arm it."""
+    guard = SpillGuard()
+    assert guard.feed("The first part is done, ") == ("The first part is done, ", "")
+    guard.note_reasoning()
+    assert guard.feed("and the second part is easy.Next") == ("and the second part is easy.Next", "")
+    assert guard.finish() == ("", "")
+
+
+def test_whitespace_before_reasoning_does_not_disarm() -> None:
+    """Leading whitespace is not visible content: reasoning after it still arms the guard."""
+    guard = SpillGuard()
+    assert guard.feed("\n ") == ("\n ", "")
+    guard.note_reasoning()
+    assert guard.feed("must do.Hello!") == ("Hello!", "must do.")
+
+
 def test_seed_only_when_starting_lowercase() -> None:
     """Seed: content starting with an uppercase letter is untouched."""
     assert run(["Must do.Hello!"]) == ("Must do.Hello!", "")

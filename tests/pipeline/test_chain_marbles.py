@@ -220,6 +220,7 @@ def test_speaker_guard_stops_before_another_turn() -> None:
     result, _, _ = _run([(10, T("Sure thing.\nUs")), (20, T("er: thanks!"))], config=cfg)
     assert result.status is StreamStatus.SPEAKER_GUARD
     assert "thanks" not in "".join(_contents(result))
+    assert _contents(result) == ["Sure thing."]  # the reply before the turn still reaches Discord
 
 
 def test_typing_pulses_until_first_message() -> None:

@@ -1,0 +1,194 @@
+"""Chain-level properties of the stage 03 guards (issue 14), under arbitrary chunking.
+
+* Speaker guard: the reply before another speaker's turn reaches Discord; the turn never does.
+* Spill guard: visible text streamed before any reasoning disarms it; a reasoning tail glued
+  to the first visible content after reasoning is moved to thoughts.
+
+The spill guard runs behind the OpenAI Chat Completions normalizer (raw wire chunks in), so the
+properties hold wherever stage 03 wires the guard.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import reactivex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reactivex.testing import ReactiveTest, TestScheduler
+from rxcord.compose.chain import build_chain
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
+from rxcord.core.stops import StopHandle
+from rxcord.core.types import (
+    ChunkNormalizer,
+    DeliveryMode,
+    ProcessedChunk,
+    RawStreamChunk,
+    SegmentKind,
+    StreamStatus,
+)
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.memory import MemorySink
+
+REPLY_PIECES = [
+    "Sure thing. ",
+    "Here is the answer! ",
+    "\n\n",
+    "\n",
+    "word ",
+    "é👋 ",
+    "`code` ",
+    "- item\n",
+    "Userland is fine. ",
+    "the user: said hi ",
+    "x" * 120,
+]
+"""Reply text: never a line that opens another speaker's turn (``the user:`` is mid-line)."""
+REPLY = st.lists(st.sampled_from(REPLY_PIECES), min_size=1, max_size=20).map("".join)
+TURN = st.sampled_from(["User: thanks!", "**Alice**: hi there", "[User]: more please", "alice : ok"])
+CUTS = st.lists(st.integers(min_value=0), max_size=20)
+
+
+def cut(text: str, points: Sequence[int]) -> list[str]:
+    edges = [0, *sorted(p % (len(text) + 1) for p in points), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(edges) if text[a:b]]
+
+
+class _Feed:
+    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
+        return [ProcessedChunk.text(raw.data)]
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        return []
+
+
+def _run(
+    data: Sequence[Any], normalizer: type[ChunkNormalizer] | Any, config: StreamConfig
+) -> tuple[StreamResult, list[str]]:
+    scheduler = TestScheduler()
+    source = scheduler.create_cold_observable(
+        *[ReactiveTest.on_next(1 + i, RawStreamChunk(provider="openai", data=d)) for i, d in enumerate(data)],
+        ReactiveTest.on_completed(len(data) + 2),
+    )
+    planner = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config)
+
+    def send(item: Segment | TypingPulse) -> reactivex.Observable[Delivery]:
+        if isinstance(item, TypingPulse) or item.kind is not SegmentKind.TEXT:
+            return reactivex.just(Delivery(segment=item if isinstance(item, Segment) else None))
+        sent = tuple(SentMessage(payload=p) for p in planner.payloads(item))
+        return reactivex.just(Delivery(segment=item, messages=sent))
+
+    handle = StopHandle("1")
+    chain = build_chain(
+        source,
+        normalizer=normalizer,
+        config=config,
+        stops=handle.signals,
+        stop_sink=handle.subject,
+        send=send,
+    )
+    observer = scheduler.start(lambda: chain, disposed=100_000)
+    [result] = [m.value.value for m in observer.messages if m.value.kind == "N"]
+    return result, [str(m.payload["content"]) for m in result.messages]
+
+
+def _config(mode: DeliveryMode, **kw: Any) -> StreamConfig:
+    return StreamConfig(
+        delivery=mode, typing_interval=0, live_idle_flush=1.0, max_messages=10_000, max_flushes=10_000, **kw
+    )
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+# ------------------------------------------------------------------------------------- speaker guard
+
+
+@settings(max_examples=80, deadline=None)
+@given(REPLY, TURN, CUTS, st.sampled_from(list(DeliveryMode)))
+def test_speaker_guard_delivers_the_reply_and_withholds_the_turn(
+    reply: str, turn: str, cuts: list[int], mode: DeliveryMode
+) -> None:
+    """However the text is cut, the reply before ``\\nUser:`` reaches Discord and the turn does not."""
+    text = reply + "\n" + turn
+    config = _config(mode, speaker_names=("User", "Alice"))
+    result, messages = _run(cut(text, cuts), _Feed, config)
+    assert result.status is StreamStatus.SPEAKER_GUARD
+    assert result.visible_text == reply + "\n"
+    assert _squash("".join(messages)) == _squash(reply)
+    assert _squash(result.accumulated_text) == _squash(reply)
+
+
+@settings(max_examples=30, deadline=None)
+@given(REPLY, CUTS, st.sampled_from(list(DeliveryMode)))
+def test_speaker_guard_without_a_turn_delivers_everything(
+    reply: str, cuts: list[int], mode: DeliveryMode
+) -> None:
+    """A reply with no other speaker's turn ends completed with all of it delivered."""
+    result, messages = _run(cut(reply, cuts), _Feed, _config(mode, speaker_names=("User", "Alice")))
+    assert result.status is StreamStatus.COMPLETED
+    assert result.visible_text == reply
+    assert _squash("".join(messages)) == _squash(reply)
+
+
+# --------------------------------------------------------------------------------------- spill guard
+
+BEFORE = st.sampled_from(["The first part is done, ", "Okay. ", "Right:", "x"])
+AFTER = st.sampled_from(
+    ["and the second part is easy.Next one", "must do.Hello!", "wait.Actually, yes.", "g it out.hey 👋"]
+)
+REASONING = st.sampled_from(["Let me think.", "hmm", "The user wants a list"])
+
+
+def _content(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+def _reasoning(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"reasoning": text}}]}
+
+
+_FINISH = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(BEFORE, REASONING, AFTER, CUTS, CUTS, st.sampled_from(list(DeliveryMode)))
+def test_spill_guard_disarmed_by_visible_text_before_reasoning(
+    before: str, reasoning: str, after: str, cuts_a: list[int], cuts_b: list[int], mode: DeliveryMode
+) -> None:
+    """Visible text before any reasoning: nothing visible ever moves to thoughts, however it is cut."""
+    data = [
+        *map(_content, cut(before, cuts_a)),
+        _reasoning(reasoning),
+        *map(_content, cut(after, cuts_b)),
+        _FINISH,
+    ]
+    result, messages = _run(data, OpenAIAdapter().new_normalizer, _config(mode))
+    assert result.status is StreamStatus.COMPLETED
+    assert result.visible_text == before + after
+    assert result.reasoning == reasoning
+    assert _squash("".join(messages)) == _squash(before + after)
+
+
+SPILLS = st.sampled_from(
+    [("must do.", "Hello!"), ("wait.", "Actually, yes."), ("g it out.", "hey master 👋"), ("ok so.", "Done")]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(REASONING, SPILLS, CUTS, st.sampled_from(list(DeliveryMode)))
+def test_spill_guard_moves_the_glued_tail_after_reasoning(
+    reasoning: str, spill: tuple[str, str], cuts: list[int], mode: DeliveryMode
+) -> None:
+    """Reasoning first, then a glued tail: the tail goes to thoughts and the answer to Discord, any cut."""
+    tail, answer = spill
+    data = [_reasoning(reasoning), *map(_content, cut(tail + answer, cuts)), _FINISH]
+    result, messages = _run(data, OpenAIAdapter().new_normalizer, _config(mode))
+    assert result.visible_text == answer
+    assert result.reasoning == reasoning + tail
+    assert _squash("".join(messages)) == _squash(answer)
