@@ -62,10 +62,11 @@ as Discord renders a block inside a quote. Three backticks in the
 middle of a line are treated as an inline code run, which is also
 conservative for Discord (which renders them as a block).
 
-The module also holds the pure helpers both stages share: grapheme cluster
-boundaries (``is_grapheme_boundary``), display width, the token pattern of
-things that must never be cut (``TOKEN_RE``, ``token_spans``) and the table
-renderer (``render_table``).
+The vocabulary it records lives in ``rxcord.operators.md_cuts`` (``Cut``,
+``CutList``, ``Level``, ``Fence``, ``FenceSpan``); grapheme boundaries and
+display width in ``rxcord.operators.graphemes``; never-cut tokens in
+``rxcord.operators.md_tokens``; tables in ``rxcord.operators.md_tables``. Those
+names are re-exported here for existing importers.
 """
 
 from __future__ import annotations
@@ -86,182 +87,18 @@ __all__ = (
     "token_spans",
 )
 
-import enum
 import re
-import unicodedata
-from array import array
-from collections.abc import Iterator
 from typing import Final
 
 import attrs
-
-
-class Level(enum.IntEnum):
-    """How natural a cut point is; higher is better."""
-
-    WORD = 1
-    SENTENCE = 2
-    LINE = 3
-    PARAGRAPH = 4
-
-
-@attrs.frozen
-class Fence:
-    """An open fenced code block."""
-
-    opener: str
-    """The opening line as written (indentation and info string included, no line break)."""
-    char: str
-    """The fence character: ``"`"`` or ``"~"``."""
-    length: int
-    """How many fence characters opened the block; a closing line needs at least as many."""
-
-    @property
-    def marker(self) -> str:
-        """The fence characters of the opening line (``"```"``)."""
-        return self.char * self.length
-
-    @property
-    def close(self) -> str:
-        """Text appended to a piece cut inside the block: a line break, then the marker.
-
-        The line break is always added, so the close text can be removed
-        unambiguously; Discord drops blank lines at the end of a block.
-        """
-        return "\n" + self.marker
-
-    def reopen(self, limit: int) -> str:
-        """Text that starts the piece after a cut: the opening line (language kept) and a line break.
-
-        A ``>>> `` before the marker is left out: quotes are reopened on their own.
-
-        An opening line longer than a quarter of *limit* is replaced by the bare
-        marker (or by three fence characters when even the marker is that long),
-        so a piece always has room for content.
-        """
-        line = self.opener.strip()
-        if line.startswith(">>>"):
-            # The quote is reopened separately (it spans the whole message).
-            line = line[3:].lstrip()
-        if len(line) > limit // 4:
-            line = self.marker if self.length <= limit // 4 else self.char * 3
-        return line + "\n"
-
-
-@attrs.frozen
-class Cut:
-    """A place where text may be cut."""
-
-    end: int
-    """Where the text before the cut ends (before the whitespace of the cut)."""
-    start: int
-    """Where the text after the cut begins."""
-    level: Level
-    fence: Fence | None = None
-    """Set when the cut is inside a fenced block: close it before, reopen it after."""
-
-
-class CutList:
-    """The cut points of a text, in increasing position order, stored compactly.
-
-    A long answer has a cut point per word: as ``Cut`` objects (with their two
-    position integers) that is about 130 bytes each, the largest thing an
-    aggregated stream holds at its end. Here a cut is 17 bytes in three
-    machine-integer arrays (fences, rare, aside); ``ends`` supports ``bisect``
-    directly, and indexing or iterating gives ``Cut`` values.
-    """
-
-    __slots__ = ("ends", "fences", "levels", "starts")
-
-    def __init__(self) -> None:
-        self.ends = array("q")
-        """``Cut.end`` of every cut point."""
-        self.starts = array("q")
-        """``Cut.start`` of every cut point."""
-        self.levels = array("b")
-        """``Cut.level`` of every cut point, as an integer."""
-        self.fences: dict[int, Fence] = {}
-        """Index -> the fence of a cut point inside a fenced block."""
-
-    def add(self, end: int, start: int, level: int, fence: Fence | None = None) -> None:
-        """Record a cut point (*level*: a ``Level``) after every one recorded so far."""
-        if fence is not None:
-            self.fences[len(self.ends)] = fence
-        self.ends.append(end)
-        self.starts.append(start)
-        self.levels.append(level)
-
-    def append(self, cut: Cut) -> None:
-        """Record *cut* (``add`` without building a ``Cut`` first is cheaper)."""
-        self.add(cut.end, cut.start, cut.level, cut.fence)
-
-    def clear(self) -> None:
-        """Forget every cut point."""
-        del self.ends[:]
-        del self.starts[:]
-        del self.levels[:]
-        self.fences.clear()
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def __getitem__(self, index: int) -> Cut:
-        if index < 0:
-            index += len(self.ends)
-        return Cut(self.ends[index], self.starts[index], Level(self.levels[index]), self.fences.get(index))
-
-    def __iter__(self) -> Iterator[Cut]:
-        fences = self.fences
-        for index, (end, start, level) in enumerate(zip(self.ends, self.starts, self.levels, strict=True)):
-            yield Cut(end, start, Level(level), fences.get(index))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, CutList):
-            return list(self) == list(other)
-        if isinstance(other, list):
-            return list(self) == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
-
-    def __repr__(self) -> str:
-        return f"CutList({list(self)!r})"
-
-
-class NullCuts(CutList):
-    """A ``CutList`` that records nothing: for a scanner read only for its fences, tables and code state."""
-
-    __slots__ = ()
-
-    def add(self, end: int, start: int, level: int, fence: Fence | None = None) -> None:
-        """Drop the cut point."""
-
-
-@attrs.frozen
-class TableSpan:
-    """A complete table: the text ``[start, end)`` (``end`` is after the last row's line break)."""
-
-    start: int
-    end: int
-
-
-@attrs.frozen
-class FenceSpan:
-    """Where a fenced block lies."""
-
-    start: int
-    """Start of the opening line."""
-    content_start: int
-    """Start of the first content line."""
-    end: int | None
-    """Start of the closing line; ``None`` while the block is open."""
-    fence: Fence
-
+from rxcord.operators.graphemes import display_width, is_extend, is_grapheme_boundary
+from rxcord.operators.md_cuts import Cut, CutList, Fence, FenceSpan, Level, NullCuts
+from rxcord.operators.md_tables import TableSpan, render_table
+from rxcord.operators.md_tokens import TOKEN_RE, token_spans
 
 # ---------------------------------------------------------------------------------------------------------
 # Characters
 
-_ZWJ: Final = "\u200d"
 _TERMINATORS: Final = frozenset(".!?…")
 _CJK_TERMINATORS: Final = frozenset("。！？")
 _CLOSERS: Final = frozenset("\"')]*_~”’»」』")
@@ -296,16 +133,6 @@ _CLOSE_CAND: Final = 7
 _BLANK: Final = 8
 
 
-def _is_extend(c: str) -> bool:
-    """Whether *c* continues the grapheme cluster before it (combining mark, ZWJ, selector, modifier)."""
-    o = ord(c)
-    if o < 0x300:
-        return False
-    if c in "\u200c\u200d" or 0xFE00 <= o <= 0xFE0F or 0x1F3FB <= o <= 0x1F3FF or 0xE0020 <= o <= 0xE007F:
-        return True
-    return unicodedata.category(c) in ("Mn", "Me", "Mc")
-
-
 def _ends_sentence(text: str, j: int, end: int, sentence: bool) -> bool:
     """The sentence flag after the word ``text[j:end]``: ``.!?…`` then closers ends a sentence."""
     last = text[end - 1]
@@ -315,187 +142,6 @@ def _ends_sentence(text: str, j: int, end: int, sentence: bool) -> bool:
         return False
     word = text[j:end].rstrip(_CLOSER_CHARS)
     return word[-1] in _TERMINATORS if word else sentence
-
-
-def _is_ri(c: str) -> bool:
-    return 0x1F1E6 <= ord(c) <= 0x1F1FF
-
-
-def _hangul(c: str) -> str:
-    o = ord(c)
-    if 0x1100 <= o <= 0x115F or 0xA960 <= o <= 0xA97C:
-        return "L"
-    if 0x1160 <= o <= 0x11A7 or 0xD7B0 <= o <= 0xD7C6:
-        return "V"
-    if 0x11A8 <= o <= 0x11FF or 0xD7CB <= o <= 0xD7FB:
-        return "T"
-    if 0xAC00 <= o <= 0xD7A3:
-        return "LV" if (o - 0xAC00) % 28 == 0 else "LVT"
-    return ""
-
-
-def is_grapheme_boundary(text: str, i: int) -> bool:
-    """Whether a cut between ``text[i - 1]`` and ``text[i]`` keeps every grapheme cluster whole.
-
-    A compact form of the Unicode rules (UAX #29) that matter for chat text:
-    CR LF (a line break is always a cluster of its own), combining marks and
-    other extenders, spacing marks, anything after a zero-width joiner (emoji
-    ZWJ sequences; a space after one may still be cut), regional-indicator
-    pairs (flags) and Hangul syllable sequences. The ends of the text are
-    boundaries.
-    """
-    if i <= 0 or i >= len(text):
-        return True
-    a, b = text[i - 1], text[i]
-    if a == "\r" and b == "\n":
-        return False
-    if a in "\r\n" or b in "\r\n":
-        # Line breaks are clusters of their own, even before a combining mark.
-        return True
-    if _is_extend(b):
-        return False
-    if a == _ZWJ and not b.isspace():
-        return False
-    if _is_ri(a) and _is_ri(b):
-        run = 0
-        j = i - 1
-        while j >= 0 and _is_ri(text[j]):
-            run += 1
-            j -= 1
-        return run % 2 == 0
-    ha = _hangul(a)
-    if ha:
-        hb = _hangul(b)
-        if ha == "L" and hb in ("L", "V", "LV", "LVT"):
-            return False
-        if ha in ("LV", "V") and hb in ("V", "T"):
-            return False
-        if ha in ("LVT", "T") and hb == "T":
-            return False
-    return True
-
-
-def display_width(text: str) -> int:
-    """Columns *text* takes in a monospace font: wide East Asian characters count 2, marks 0."""
-    width = 0
-    for c in text:
-        if _is_extend(c) or unicodedata.category(c) == "Cf":
-            continue
-        width += 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
-    return width
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Tokens
-
-TOKEN_RE: Final = re.compile(
-    r"<@[!&]?\d+>"  # user and role mentions
-    r"|<#\d+>"  # channel
-    r"|</[-\w]+(?: [-\w]+){0,2}:\d+>"  # slash command
-    r"|<a?:\w+:\d+>"  # custom emoji
-    r"|<t:-?\d+(?::[tTdDfFsSR])?>"  # timestamp
-    r"|<id:(?:customize|browse|guide|linked-roles)(?::\d+)?>"  # guild navigation
-    r"|<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]+>"  # <https://...>: a link without a preview
-    r"|\[[^\[\]\n]*\]\((?:<[^<>\n]*>|[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\)"  # masked link
-    r"|(?:https?|ftp)://[^\s<>]+"  # bare URL
-    r"|@everyone|@here"
-    r"|(?<!`)(`{1,2})(?!`)[^`\n]+?(?<!`)\1(?!`)"  # inline code
-)
-"""Text that must never be cut (Discord's message formats, URLs, masked links, inline code)."""
-
-
-def token_spans(text: str, fences: list[FenceSpan] | None = None) -> list[tuple[int, int]]:
-    """Sorted, disjoint ``(start, end)`` spans of ``TOKEN_RE`` matches in *text*, outside fenced blocks."""
-    blocks = [(f.start, len(text) if f.end is None else f.end) for f in fences or ()]
-    spans: list[tuple[int, int]] = []
-    k = 0
-    for match in TOKEN_RE.finditer(text):
-        start, end = match.span()
-        while k < len(blocks) and blocks[k][1] <= start:
-            k += 1
-        if k < len(blocks) and blocks[k][0] <= start:
-            continue
-        if spans and start < spans[-1][1]:
-            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
-        else:
-            spans.append((start, end))
-    return spans
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Tables
-
-_DELIMITER_CELL: Final = re.compile(r":?-+:?")
-_CELL_SPLIT: Final = re.compile(r"(?<!\\)\|")
-_BOLD: Final = re.compile(r"\*\*(.+?)\*\*")
-
-
-def _cells(line: str) -> list[str]:
-    row = line.strip()
-    if row.startswith("|"):
-        row = row[1:]
-    if row.endswith("|") and not row.endswith("\\|"):
-        row = row[:-1]
-    return [cell.strip() for cell in _CELL_SPLIT.split(row)]
-
-
-def _clean_cell(cell: str) -> str:
-    # Inside a code block markdown shows literally: drop the common markers, and every
-    # backtick, which could otherwise close the block.
-    return _BOLD.sub(r"\1", cell).replace("\\|", "|").replace("`", "")
-
-
-def render_table(table: str) -> str | None:
-    r"""Render a markdown table as a monospace code block with aligned columns.
-
-    Discord does not render markdown tables. A table (header row, delimiter
-    row such as ``|---|:--:|``, body rows) becomes a fenced block without a
-    language::
-
-        Name  | Age
-        ------+----
-        Alice |  30
-
-    Columns are padded to their widest cell (``display_width``: wide CJK
-    characters count two) and aligned as the delimiter row says (``:-`` left,
-    the default, ``-:`` right, ``:-:`` centre). Outer pipes are dropped,
-    ``**bold**`` markers, backticks and ``\|`` escapes are removed from cells,
-    trailing spaces are trimmed, and a row with fewer cells is padded. A
-    trailing line break of *table* is kept after the block.
-
-    Returns:
-        The block, or ``None`` when *table* is not a table (fewer than two rows,
-        or a second row that is not a delimiter row): it is then sent as written.
-    """
-    trailing = "\n" if table.endswith("\n") else ""
-    lines = table[: len(table) - len(trailing)].split("\n")
-    if len(lines) < 2:
-        return None
-    delimiter = _cells(lines[1])
-    if not delimiter or not all(_DELIMITER_CELL.fullmatch(cell) for cell in delimiter):
-        return None
-    rows = [[_clean_cell(cell) for cell in _cells(line)] for line in [lines[0], *lines[2:]]]
-    columns = max(len(row) for row in rows)
-    for row in rows:
-        row.extend([""] * (columns - len(row)))
-    widths = [max(display_width(row[c]) for row in rows) for c in range(columns)]
-    aligns = [
-        ("c" if cell.startswith(":") and cell.endswith(":") else "r" if cell.endswith(":") else "l")
-        for cell in delimiter
-    ]
-    aligns.extend(["l"] * (columns - len(aligns)))
-
-    def fit(cell: str, width: int, align: str) -> str:
-        pad = width - display_width(cell)
-        if align == "r":
-            return " " * pad + cell
-        if align == "c":
-            return " " * (pad // 2) + cell + " " * (pad - pad // 2)
-        return cell + " " * pad
-
-    out = [" | ".join(fit(row[c], widths[c], aligns[c]) for c in range(columns)).rstrip() for row in rows]
-    out.insert(1, "-+-".join("-" * max(width, 1) for width in widths))
-    return "```\n" + "\n".join(out) + "\n```" + trailing
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -969,7 +615,7 @@ class MarkdownScanner:
                     c = text[j]
                     if c in _MARKER_START:
                         break
-                    if ws_ok and not (c >= "\u0300" and _is_extend(c)):
+                    if ws_ok and not (c >= "\u0300" and is_extend(c)):
                         add(ws_start, base + j, _SENTENCE if ws_sentence else _WORD)
                     ws_start = -1
                 sentence = _ends_sentence(text, j, start, sentence)
@@ -1025,7 +671,7 @@ class MarkdownScanner:
         a = self._ws_start
         self._ws_start = -1
         if self._ws_nl == 0:
-            if self._ws_ok and not _is_extend(c):
+            if self._ws_ok and not is_extend(c):
                 level = Level.SENTENCE if self._ws_sentence else Level.WORD
                 self._add_word_cut(a, self.pos, level, c)
             return
@@ -1061,7 +707,7 @@ class MarkdownScanner:
             self._look_more(c)
         if self._ws_start >= 0:
             self._confirm(c)
-        elif self._cjk and c not in _CLOSERS and not _is_extend(c) and self._can_cut():
+        elif self._cjk and c not in _CLOSERS and not is_extend(c) and self._can_cut():
             self._add_word_cut(self.pos, self.pos, Level.SENTENCE, c)
         self._seen = True
         if c == "`":

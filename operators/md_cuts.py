@@ -1,0 +1,170 @@
+"""The vocabulary of cut points: where a text may be cut, and the fenced block a cut falls in.
+
+``MarkdownScanner`` (``rxcord.operators.markdown_scan``) records these; the cut
+policy (``rxcord.operators.cut_policy``) chooses among them for both the live
+flusher (stage 05) and the message splitter (stage 07).
+"""
+
+from __future__ import annotations
+
+__all__ = ("Cut", "CutList", "Fence", "FenceSpan", "Level", "NullCuts")
+
+import enum
+from array import array
+from collections.abc import Iterator
+
+import attrs
+
+
+class Level(enum.IntEnum):
+    """How natural a cut point is; higher is better."""
+
+    WORD = 1
+    SENTENCE = 2
+    LINE = 3
+    PARAGRAPH = 4
+
+
+@attrs.frozen
+class Fence:
+    """An open fenced code block."""
+
+    opener: str
+    """The opening line as written (indentation and info string included, no line break)."""
+    char: str
+    """The fence character: ``"`"`` or ``"~"``."""
+    length: int
+    """How many fence characters opened the block; a closing line needs at least as many."""
+
+    @property
+    def marker(self) -> str:
+        """The fence characters of the opening line (``"```"``)."""
+        return self.char * self.length
+
+    @property
+    def close(self) -> str:
+        """Text appended to a piece cut inside the block: a line break, then the marker.
+
+        The line break is always added, so the close text can be removed
+        unambiguously; Discord drops blank lines at the end of a block.
+        """
+        return "\n" + self.marker
+
+    def reopen(self, limit: int) -> str:
+        """Text that starts the piece after a cut: the opening line (language kept) and a line break.
+
+        A ``>>> `` before the marker is left out: quotes are reopened on their own.
+
+        An opening line longer than a quarter of *limit* is replaced by the bare
+        marker (or by three fence characters when even the marker is that long),
+        so a piece always has room for content.
+        """
+        line = self.opener.strip()
+        if line.startswith(">>>"):
+            # The quote is reopened separately (it spans the whole message).
+            line = line[3:].lstrip()
+        if len(line) > limit // 4:
+            line = self.marker if self.length <= limit // 4 else self.char * 3
+        return line + "\n"
+
+
+@attrs.frozen
+class Cut:
+    """A place where text may be cut."""
+
+    end: int
+    """Where the text before the cut ends (before the whitespace of the cut)."""
+    start: int
+    """Where the text after the cut begins."""
+    level: Level
+    fence: Fence | None = None
+    """Set when the cut is inside a fenced block: close it before, reopen it after."""
+
+
+class CutList:
+    """The cut points of a text, in increasing position order, stored compactly.
+
+    A long answer has a cut point per word: as ``Cut`` objects (with their two
+    position integers) that is about 130 bytes each, the largest thing an
+    aggregated stream holds at its end. Here a cut is 17 bytes in three
+    machine-integer arrays (fences, rare, aside); ``ends`` supports ``bisect``
+    directly, and indexing or iterating gives ``Cut`` values.
+    """
+
+    __slots__ = ("ends", "fences", "levels", "starts")
+
+    def __init__(self) -> None:
+        self.ends = array("q")
+        """``Cut.end`` of every cut point."""
+        self.starts = array("q")
+        """``Cut.start`` of every cut point."""
+        self.levels = array("b")
+        """``Cut.level`` of every cut point, as an integer."""
+        self.fences: dict[int, Fence] = {}
+        """Index -> the fence of a cut point inside a fenced block."""
+
+    def add(self, end: int, start: int, level: int, fence: Fence | None = None) -> None:
+        """Record a cut point (*level*: a ``Level``) after every one recorded so far."""
+        if fence is not None:
+            self.fences[len(self.ends)] = fence
+        self.ends.append(end)
+        self.starts.append(start)
+        self.levels.append(level)
+
+    def append(self, cut: Cut) -> None:
+        """Record *cut* (``add`` without building a ``Cut`` first is cheaper)."""
+        self.add(cut.end, cut.start, cut.level, cut.fence)
+
+    def clear(self) -> None:
+        """Forget every cut point."""
+        del self.ends[:]
+        del self.starts[:]
+        del self.levels[:]
+        self.fences.clear()
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, index: int) -> Cut:
+        if index < 0:
+            index += len(self.ends)
+        return Cut(self.ends[index], self.starts[index], Level(self.levels[index]), self.fences.get(index))
+
+    def __iter__(self) -> Iterator[Cut]:
+        fences = self.fences
+        for index, (end, start, level) in enumerate(zip(self.ends, self.starts, self.levels, strict=True)):
+            yield Cut(end, start, Level(level), fences.get(index))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CutList):
+            return list(self) == list(other)
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return f"CutList({list(self)!r})"
+
+
+class NullCuts(CutList):
+    """A ``CutList`` that records nothing: for a scanner read only for its fences, tables and code state."""
+
+    __slots__ = ()
+
+    def add(self, end: int, start: int, level: int, fence: Fence | None = None) -> None:
+        """Drop the cut point."""
+
+
+@attrs.frozen
+class FenceSpan:
+    """Where a fenced block lies."""
+
+    start: int
+    """Start of the opening line."""
+    content_start: int
+    """Start of the first content line."""
+    end: int | None
+    """Start of the closing line; ``None`` while the block is open."""
+    fence: Fence
