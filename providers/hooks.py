@@ -1,8 +1,8 @@
 """Extension hooks around provider requests: usage context, request denial, request holds.
 
 rxcord ships no producer for these; a deployment registers its own at startup
-(each registration returns a disposer that restores the previous handler, so
-tests can isolate theirs).
+(each registration returns a disposer that removes that registration only, in
+any order and idempotently: the newest registration still alive is in force).
 
 Usage context. ``usage_context`` names the owner of the current request
 (whatever object a deployment uses: a funding record, a scope). Bind it with
@@ -133,20 +133,29 @@ DenialTranslator: TypeAlias = Callable[
 
 @attrs.define
 class _Slot(Generic[_T]):
-    """One registered handler; registering returns a disposer restoring the previous one."""
+    """Registered handlers, newest in force; registering returns a disposer for that registration.
 
-    current: _T | None = None
+    The disposers are safe in any order and idempotent: disposing a registration removes
+    that one only, so disposing an older one never removes a newer one, and the handler
+    in force is always the newest registration still alive.
+    """
+
+    _entries: list[tuple[object, _T]] = attrs.field(factory=list)
+
+    @property
+    def current(self) -> _T | None:
+        """The newest live registration's handler (``None``: nothing registered)."""
+        return self._entries[-1][1] if self._entries else None
 
     def register(self, handler: _T) -> Callable[[], None]:
-        previous = self.current
-        self.current = handler
-        disposed = False
+        token = object()
+        self._entries.append((token, handler))
 
         def dispose() -> None:
-            nonlocal disposed
-            if not disposed:
-                disposed = True
-                self.current = previous
+            for index, (entry, _) in enumerate(self._entries):
+                if entry is token:
+                    del self._entries[index]
+                    return
 
         return dispose
 
@@ -155,7 +164,7 @@ _translators: _Slot[DenialTranslator] = _Slot()
 
 
 def register_denial_translator(translator: DenialTranslator) -> Callable[[], None]:
-    """Register *translator*; the returned disposer restores the previous one (once)."""
+    """Register *translator*; the returned disposer unregisters it (idempotent, any order)."""
     return _translators.register(translator)
 
 
@@ -253,7 +262,7 @@ _hooks: _Slot[RequestHook] = _Slot()
 
 
 def register_request_hook(hook: RequestHook) -> Callable[[], None]:
-    """Register *hook*; the returned disposer restores the previous one (once)."""
+    """Register *hook*; the returned disposer unregisters it (idempotent, any order)."""
     return _hooks.register(hook)
 
 

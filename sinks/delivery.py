@@ -179,6 +179,9 @@ class DiscordDelivery:
             await self.sink.trigger_typing(self.context)
         except DiscordStopError as exc:
             self._stop(exc.stop_kind)
+        except Exception as exc:
+            # Typing is best effort: a 5xx, a 429 or a dropped connection never aborts the reply.
+            _log.warning("typing indicator failed, ignored: {error}", error=type(exc).__name__)
         if start is not None and timeline is not None:
             timeline.record(DELIVERY, "typing", t=start, duration=timeline.now() - start)
         return Delivery(typing=1)

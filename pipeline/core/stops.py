@@ -4,7 +4,8 @@ A bot's command handlers call ``registry.stop(channel_id, StopKind.USER)``
 (or ``INTERRUPT`` when a follow-up message arrives, ``KILL`` for /kill); the
 stream running in that channel sees it through its ``ReplaySubject(1)``, so
 a stop sent between ``open`` and the chain's subscription is not lost. A
-stop for a channel where nothing streams is a no-op.
+stop for a channel where nothing streams is a no-op; one for a channel where
+several streams run reaches each of them.
 """
 
 from __future__ import annotations
@@ -46,33 +47,51 @@ class StopHandle:
 
 @attrs.define
 class StopRegistry:
-    """Active streams by channel id."""
+    """Active streams by channel id (several may run in one channel).
 
-    _handles: dict[str, StopHandle] = attrs.field(factory=dict)
+    ``open`` never replaces a running stream's handle: each stream gets its own,
+    and a channel stop reaches every stream still open in that channel.
+    ``close`` forgets exactly the handle it is given; closing twice, or in any
+    order, is harmless.
+    """
+
+    _handles: dict[str, list[StopHandle]] = attrs.field(factory=dict)
 
     def open(self, channel_id: str) -> StopHandle:
-        """Register a new stream for *channel_id* (replacing a finished one)."""
+        """Register a new stream for *channel_id*, beside any stream already running there."""
         handle = StopHandle(channel_id)
-        self._handles[channel_id] = handle
+        self._handles.setdefault(channel_id, []).append(handle)
         return handle
 
     def close(self, handle: StopHandle) -> None:
-        """Forget *handle* once its stream ended (only if it is still the channel's current one)."""
-        if self._handles.get(handle.channel_id) is handle:
+        """Forget *handle* once its stream ended (idempotent; other streams stay registered)."""
+        handles = self._handles.get(handle.channel_id)
+        if handles is None:
+            return
+        for index, registered in enumerate(handles):
+            if registered is handle:
+                del handles[index]
+                break
+        if not handles:
             del self._handles[handle.channel_id]
 
     def stop(self, channel_id: str, kind: StopKind, reason: str = "") -> bool:
-        """Stop the stream in *channel_id*; return whether one was running."""
-        handle = self._handles.get(channel_id)
-        if handle is None:
+        """Stop every stream in *channel_id*; return whether one was running."""
+        handles = self._handles.get(channel_id)
+        if not handles:
             _log.debug(
                 "stop {kind} for channel {channel}: nothing streams there",
                 kind=kind.value,
                 channel=channel_id,
             )
             return False
-        handle.stop(kind, reason)
+        for handle in tuple(handles):  # a stop may close a stream synchronously
+            handle.stop(kind, reason)
         return True
+
+    def handles(self, channel_id: str) -> tuple[StopHandle, ...]:
+        """The open streams' handles in *channel_id*, oldest first."""
+        return tuple(self._handles.get(channel_id, ()))
 
     def active(self) -> tuple[str, ...]:
         """Channels with a running stream."""
