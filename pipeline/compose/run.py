@@ -16,7 +16,7 @@ import aiohttp
 import attrs
 from loguru import logger
 from reactivex import Observable
-from rxcord.compose.accounting import begin_hold, denied_result, settle
+from rxcord.compose.accounting import abandon, begin_hold, denied_result, settle
 from rxcord.compose.chain import build_chain
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest
@@ -126,11 +126,18 @@ async def run_stream(
                 hold = begin_hold(job.adapter.name, job.request)
             except ProviderRequestDeniedError as denial:
                 return denied_result(denial)
-            results = await drain(
-                build_stream(job, handle, tap=tap, stats=stats, nonce_prefix=nonce_prefix, timeline=timeline)
+            counters = stats if stats is not None else TransportStats()
+            chain = build_stream(
+                job, handle, tap=tap, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline
             )
+            try:
+                results = await drain(chain)
+            except BaseException:
+                # An exception, a cancellation or a kill of the awaiting task: the hold never leaks.
+                abandon(hold, sent=bool(counters.bodies_sent))
+                raise
             result = results[-1]
-            settle(hold, result)
+            settle(hold, result, sent=bool(counters.bodies_sent))
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",
                 status=result.status.value,
