@@ -10,7 +10,7 @@ callback registered, nothing here does any work.
 
 from __future__ import annotations
 
-__all__ = ("begin_hold", "denied_result", "settle")
+__all__ = ("abandon", "begin_hold", "denied_result", "settle")
 
 from collections.abc import Mapping
 from urllib.parse import urlsplit
@@ -57,8 +57,13 @@ def denied_result(denial: ProviderRequestDeniedError) -> StreamResult:
     return StreamResult(status=StreamStatus.ERROR, error=error, finish_reason=FinishReason.ERROR)
 
 
-def settle(hold: Hold | None, result: StreamResult) -> None:
-    """Report usage once and settle the hold according to how the stream ended."""
+def settle(hold: Hold | None, result: StreamResult, *, sent: bool = True) -> None:
+    """Report usage once and settle the hold according to how the stream ended.
+
+    A reported cost is reported (and survives the release); an HTTP error, or a
+    stream that ended before its request was *sent* (a kill, a stop), reports zero;
+    any other failure releases without retaining an unreported estimate.
+    """
     usage = result.usage
     if usage is not None:
         report_usage(usage)
@@ -66,6 +71,15 @@ def settle(hold: Hold | None, result: StreamResult) -> None:
         return
     if usage is not None and usage.cost is not None:
         hold.report_cost(usage.cost)
-    elif result.error is not None and result.error.status is not None:
-        hold.report_cost(0.0)  # the provider refused the request: nothing was spent
+    elif not sent or (result.error is not None and result.error.status is not None):
+        hold.report_cost(0.0)  # refused, or never sent: nothing was spent
     hold.release(result.status in _SUCCESS)
+
+
+def abandon(hold: Hold | None, *, sent: bool) -> None:
+    """Release *hold* when the stream raised or was cancelled: zero cost if never sent; no estimate kept."""
+    if hold is None:
+        return
+    if not sent:
+        hold.report_cost(0.0)
+    hold.release(False)
