@@ -15,6 +15,11 @@ some providers end their stream without the final blank line.
 
 A single line longer than ``max_line_bytes`` raises ``SseLineTooLong``: a
 stream that never sends a line end must not grow memory without bound.
+
+Linear in the bytes fed, however a long line is cut: the pieces of an
+unfinished line are kept in a list and joined once, when its line end
+arrives (never ``partial + piece`` per read, which is quadratic for a line of
+megabytes delivered in small writes).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ __all__ = ("SseEvent", "SseLineTooLong", "SseParser")
 from typing import Final
 
 import attrs
+from rxcord.core.errors import RxcordError
 
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _DEFAULT_MAX_LINE: Final = 8 * 1024 * 1024
@@ -40,8 +46,8 @@ class SseEvent:
     id: str | None = None
 
 
-class SseLineTooLong(ValueError):
-    """A single SSE line exceeded the parser's bound."""
+class SseLineTooLong(RxcordError, ValueError):
+    """A single SSE line exceeded the parser's bound (also a ``ValueError``, as it always was)."""
 
 
 @attrs.define(slots=True)
@@ -49,7 +55,9 @@ class SseParser:
     """Feed bytes with ``feed``; call ``close`` at end of body."""
 
     max_line_bytes: int = _DEFAULT_MAX_LINE
-    _partial: bytes = attrs.field(default=b"", init=False)
+    _pending: list[bytes] = attrs.field(factory=list, init=False)
+    """The pieces of the unfinished last line (joined once, when it ends)."""
+    _pending_bytes: int = attrs.field(default=0, init=False)
     _skip_lf: bool = attrs.field(default=False, init=False)
     _at_start: bool = attrs.field(default=True, init=False)
     _data: list[bytes] = attrs.field(factory=list, init=False)
@@ -81,14 +89,20 @@ class SseParser:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        if self._partial:
-            buf = self._partial + chunk
-            self._partial = b""
+        if self._pending:
+            if b"\n" not in chunk and b"\r" not in chunk and not self._at_start:
+                # Still inside the same line: keep the piece, copy nothing.
+                self._hold(chunk)
+                return out
+            self._pending.append(chunk)
+            buf = b"".join(self._pending)
+            self._pending = []
+            self._pending_bytes = 0
         else:
             buf = chunk
         if self._at_start:
             if len(buf) < len(_UTF8_BOM) and _UTF8_BOM.startswith(buf):
-                self._partial += buf
+                self._hold(buf)
                 return out
             self._at_start = False
             if buf.startswith(_UTF8_BOM):
@@ -118,9 +132,7 @@ class SseParser:
             for raw in lines:
                 line(raw, out)
             if rest:
-                if len(rest) > self.max_line_bytes:
-                    raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
-                self._partial += rest
+                self._hold(rest)
             return out
         for raw in buf.splitlines(keepends=True):
             last = raw[-1:]
@@ -129,9 +141,7 @@ class SseParser:
             elif last == b"\r":
                 line(raw[:-1], out)
             else:
-                if len(raw) > self.max_line_bytes:
-                    raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
-                self._partial += raw
+                self._hold(raw)
         # A CR at the very end may be the first half of a CRLF split across pieces.
         self._skip_lf = buf[-1:] == b"\r"
         return out
@@ -139,11 +149,22 @@ class SseParser:
     def close_raw(self) -> list[tuple[bytes, str | None, str | None]]:
         """``close`` as ``(data, event, id)`` tuples (data as UTF-8 bytes)."""
         out: list[tuple[bytes, str | None, str | None]] = []
-        if self._partial:
-            tail, self._partial = self._partial, b""
+        if self._pending:
+            tail = b"".join(self._pending)
+            self._pending = []
+            self._pending_bytes = 0
             self._line(tail, out)
         self._dispatch(out)
         return out
+
+    def _hold(self, piece: bytes) -> None:
+        """Keep *piece* of the unfinished last line, within the line bound."""
+        self._pending_bytes += len(piece)
+        if self._pending_bytes > self.max_line_bytes:
+            self._pending = []
+            self._pending_bytes = 0
+            raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
+        self._pending.append(piece)
 
     def _line(self, raw: bytes, out: list[tuple[bytes, str | None, str | None]]) -> None:
         if not raw:

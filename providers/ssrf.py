@@ -1,12 +1,25 @@
 """SSRF guard for custom endpoints (stage 02).
 
 A custom endpoint URL comes from configuration that a bot's users may
-control, so before every attempt the host is resolved and every address is
-checked: loopback, private, link-local, multicast, reserved and unspecified
-addresses are refused unless the configuration allows them explicitly. The
-connection then goes to the address that was checked (a pinned resolver:
-no second lookup, so DNS rebinding cannot switch it), and redirects are
-never followed.
+control, so before every attempt its host is resolved and every address is
+checked against the table below. The guard is on for every custom endpoint
+by default; the one opt-out is ``TransportConfig(allow_private_network=True)``
+(the CLI's ``--allow-loopback``), for local model servers (Ollama, llama.cpp,
+vLLM on a LAN) and the test suite. It lets through the ranges marked *local*
+in the table (loopback, private, shared address space); the others are never
+allowed.
+
+The host that is checked is the host that is connected to: ``endpoint_host``
+normalises the URL once, as yarl (and so aiohttp) does (IDNA, so fullwidth
+digits and ideographic dots such as ``127。0。0。1`` become ``127.0.0.1``), and
+the connection then goes to the addresses that were checked (``PinnedResolver``:
+no second lookup, so DNS rebinding cannot switch it). Redirects are never
+followed.
+
+The address table is explicit here, not taken from the ``ipaddress`` flags
+(which change between Python versions). IPv6 forms that carry an IPv4 address
+(IPv4-mapped ``::ffff:0:0/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``,
+Teredo ``2001::/32``) are unwrapped and the embedded address is checked too.
 
 The resolver is injected (``Resolver``), so tests prove refusals without any
 real lookup and without ever opening a connection.
@@ -14,20 +27,144 @@ real lookup and without ever opening a connection.
 
 from __future__ import annotations
 
-__all__ = ("PinnedResolver", "Resolver", "SsrfGuard", "system_resolver")
+__all__ = (
+    "OPT_OUT",
+    "PinnedResolver",
+    "Resolver",
+    "SsrfGuard",
+    "endpoint_host",
+    "forbidden",
+    "system_resolver",
+)
 
 import asyncio
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
+import aiohttp
 import attrs
 from aiohttp.abc import AbstractResolver, ResolveResult
 from rxcord.core.errors import SsrfRefusedError
+from yarl import URL
 
 Resolver = Callable[[str], Awaitable[Sequence[str]]]
 """Resolve a host name to IP address strings."""
+
+OPT_OUT: Final = "TransportConfig(allow_private_network=True) (CLI: --allow-loopback)"
+"""The opt-out, as named in every refusal that it would lift."""
+
+_IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@attrs.frozen
+class _Range:
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network
+    why: str
+    local: bool
+    """The opt-out (``allow_private_network``) lets this range through."""
+
+
+def _table(*rows: tuple[str, str, bool]) -> tuple[_Range, ...]:
+    return tuple(_Range(ipaddress.ip_network(cidr), why, local) for cidr, why, local in rows)
+
+
+_V4: Final = _table(
+    ("0.0.0.0/8", "unspecified", False),
+    ("10.0.0.0/8", "private", True),
+    ("100.64.0.0/10", "shared address space (CGNAT)", True),
+    ("127.0.0.0/8", "loopback", True),
+    ("169.254.0.0/16", "link-local (cloud metadata)", False),
+    ("172.16.0.0/12", "private", True),
+    ("192.0.0.0/24", "reserved (IETF protocol assignments)", False),
+    ("192.0.2.0/24", "reserved (documentation)", False),
+    ("192.88.99.0/24", "reserved (6to4 relay anycast)", False),
+    ("192.168.0.0/16", "private", True),
+    ("198.18.0.0/15", "reserved (benchmarking)", False),
+    ("198.51.100.0/24", "reserved (documentation)", False),
+    ("203.0.113.0/24", "reserved (documentation)", False),
+    ("224.0.0.0/4", "multicast", False),
+    ("240.0.0.0/4", "reserved (future use, broadcast)", False),
+)
+"""Forbidden IPv4 ranges (IANA special-purpose registry, not globally reachable)."""
+
+_V6: Final = _table(
+    ("::/128", "unspecified", False),
+    ("::1/128", "loopback", True),
+    ("::/8", "reserved (IPv4-compatible and other IETF reserved addresses)", False),
+    ("64:ff9b:1::/48", "private (local-use NAT64)", True),
+    ("100::/64", "reserved (discard-only)", False),
+    ("2001::/23", "reserved (IETF protocol assignments)", False),
+    ("2001:db8::/32", "reserved (documentation)", False),
+    ("3fff::/20", "reserved (documentation)", False),
+    ("fd00:ec2::254/128", "cloud metadata", False),
+    ("fc00::/7", "private (unique local)", True),
+    ("fe80::/10", "link-local", False),
+    ("fec0::/10", "private (site-local)", True),
+    ("ff00::/8", "multicast", False),
+)
+"""Forbidden IPv6 ranges, checked after the IPv4-carrying forms were unwrapped."""
+
+_MAPPED: Final = ipaddress.IPv6Network("::ffff:0:0/96")
+_NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
+_SIX_TO_FOUR: Final = ipaddress.IPv6Network("2002::/16")
+_TEREDO: Final = ipaddress.IPv6Network("2001::/32")
+
+
+def _v4(value: int) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+
+
+def _embedded(address: ipaddress.IPv6Address) -> tuple[str, tuple[ipaddress.IPv4Address, ...]] | None:
+    """The IPv4 addresses an IPv6 address carries, and the form that carries them."""
+    bits = int(address)
+    if address in _MAPPED:
+        return "IPv4-mapped", (_v4(bits),)
+    if address in _NAT64:
+        return "NAT64", (_v4(bits),)
+    if address in _SIX_TO_FOUR:
+        return "6to4", (_v4(bits >> 80),)
+    if address in _TEREDO:
+        # RFC 4380: the server's address in bits 32-63, the client's (inverted) in the last 32.
+        return "Teredo", (_v4(bits >> 64), _v4(~bits))
+    return None
+
+
+def forbidden(address: _IPAddress) -> tuple[str, bool] | None:
+    """Why *address* is refused and whether the opt-out lifts it; ``None`` for a public address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        address = ipaddress.IPv6Address(int(address))  # without a zone index (fe80::1%eth0)
+        carried = _embedded(address)
+        if carried is not None:
+            form, inner = carried
+            for embedded in inner:
+                hit = forbidden(embedded)
+                if hit is not None:
+                    return f"{hit[0]}, embedded in a {form} address", hit[1]
+            return None  # it reaches the public IPv4 address it carries
+    table = _V4 if address.version == 4 else _V6
+    for row in table:
+        if address in row.network:
+            return row.why, row.local
+    return None
+
+
+def endpoint_host(url: str | URL) -> str:
+    """The host aiohttp connects to for *url*: yarl's normalised (IDNA-encoded) host.
+
+    Normalising once and using the result for both the check and the connection
+    means a spelling the guard does not see through (fullwidth digits, ``。`` dots)
+    cannot reach a host the guard did not check.
+
+    Raises:
+        SsrfRefusedError: *url* has no host.
+    """
+    parsed = url if isinstance(url, URL) else URL(url)
+    host = parsed.raw_host
+    if not host:
+        raise SsrfRefusedError(host=str(url)[:100], address="-", why="no host in the URL")
+    return host
 
 
 async def system_resolver(host: str) -> Sequence[str]:
@@ -37,21 +174,11 @@ async def system_resolver(host: str) -> Sequence[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-def _forbidden_reason(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _forbidden_reason(address.ipv4_mapped)
-    checks = (
-        ("loopback", address.is_loopback),
-        ("link-local", address.is_link_local),
-        ("multicast", address.is_multicast),
-        ("unspecified", address.is_unspecified),
-        ("reserved", address.is_reserved),
-        ("private", address.is_private),
-    )
-    for name, hit in checks:
-        if hit:
-            return name
-    return None
+def _literal(host: str) -> _IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
 
 
 @attrs.frozen(kw_only=True)
@@ -59,34 +186,57 @@ class SsrfGuard:
     """Checks that a host resolves only to addresses a custom endpoint may use."""
 
     resolver: Resolver = system_resolver
-    allow_loopback: bool = False
-    """Allow 127.0.0.0/8 and ::1 (local model servers; the test suite)."""
-    allow_private: bool = False
-    """Allow private, link-local and other non-public ranges (a LAN model server)."""
+    """How names are resolved (inject one in tests: no real lookup)."""
 
-    async def check(self, host: str) -> tuple[str, ...]:
+    async def check(self, host: str, *, allow_private_network: bool = False) -> tuple[str, ...]:
         """Resolve *host* and return its addresses, or raise ``SsrfRefusedError``.
 
-        Every resolved address must pass: a host that resolves to one public
-        and one private address is refused.
+        *host* is an ``endpoint_host`` value. Every resolved address must pass: a
+        host that resolves to one public and one private address is refused.
+        With *allow_private_network*, the table's local ranges pass.
         """
-        try:
-            literal = ipaddress.ip_address(host.strip("[]"))
+        literal = _literal(host)
+        if literal is not None:
             addresses: Sequence[str] = (str(literal),)
-        except ValueError:
-            addresses = await self.resolver(host)
+        else:
+            try:
+                addresses = await self.resolver(host)
+            except OSError as exc:
+                raise SsrfRefusedError(host=host, address="-", why=f"cannot resolve ({exc})") from None
         if not addresses:
             raise SsrfRefusedError(host=host, address="-", why="no address")
         for text in addresses:
-            reason = _forbidden_reason(ipaddress.ip_address(text))
-            if reason is None:
+            address = _literal(text)
+            if address is None:
+                raise SsrfRefusedError(host=host, address=text[:100], why="not an IP address")
+            hit = forbidden(address)
+            if hit is None or (hit[1] and allow_private_network):
                 continue
-            if reason == "loopback" and (self.allow_loopback or self.allow_private):
-                continue
-            if reason != "loopback" and self.allow_private:
-                continue
-            raise SsrfRefusedError(host=host, address=text, why=reason)
+            why, local = hit
+            hint = (
+                f"a local or private server needs {OPT_OUT}" if local else f"not allowed even with {OPT_OUT}"
+            )
+            raise SsrfRefusedError(host=host, address=text, why=why, hint=hint)
         return tuple(addresses)
+
+    async def connector(
+        self, url: str | URL, *, allow_private_network: bool = False
+    ) -> aiohttp.TCPConnector | None:
+        """Check *url*'s host; a connector pinned to the checked addresses.
+
+        ``None`` when the host is an IP literal: aiohttp connects to the literal
+        without any lookup, so any session is safe for it.
+
+        Raises:
+            SsrfRefusedError: Before any connection exists.
+        """
+        host = endpoint_host(url)
+        addresses = await self.check(host, allow_private_network=allow_private_network)
+        if _literal(host) is not None:
+            return None
+        resolver = PinnedResolver()
+        resolver.pin(host, addresses)
+        return aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
 
 
 @attrs.define

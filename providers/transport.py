@@ -25,11 +25,16 @@ chunk, and the stream ends.
 Limits: connect, first-byte and idle-between-chunks timeouts (a stall
 becomes a retryable ``timeout`` error, never a hang), a cap on a non-streamed
 body (1 MiB) and on a streamed body, and a bound on one SSE line.
+
+Custom endpoints (``is_custom_endpoint``) pass the SSRF guard
+(``rxcord.providers.ssrf``) before every attempt, retries included, on every
+path that reaches this transport; ``TransportConfig.allow_private_network`` is
+the one opt-out.
 """
 
 from __future__ import annotations
 
-__all__ = ("TransportConfig", "TransportStats", "stream_source")
+__all__ = ("TransportConfig", "TransportStats", "is_custom_endpoint", "stream_source")
 
 import asyncio
 import contextlib
@@ -37,7 +42,6 @@ import json
 from collections.abc import AsyncGenerator, Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
@@ -51,7 +55,8 @@ from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.sse import SseLineTooLong, SseParser
-from rxcord.providers.ssrf import PinnedResolver, SsrfGuard
+from rxcord.providers.ssrf import SsrfGuard
+from yarl import URL
 
 _log = logger.bind(stage="02-transport")
 
@@ -103,8 +108,13 @@ class TransportConfig:
     """Retries of a transient failure before commitment."""
     backoff: float = 0.25
     """First backoff delay in seconds (doubled each retry)."""
-    ssrf_guard: SsrfGuard | None = None
-    """Set for custom endpoints: every attempt checks the host first."""
+    allow_private_network: bool = False
+    """The SSRF guard's one opt-out: let a custom endpoint reach loopback, private and shared
+    (CGNAT) addresses, for a local model server (Ollama, llama.cpp, vLLM on a LAN) or the test
+    suite. Link-local (cloud metadata), multicast and reserved addresses stay refused. The CLI's
+    ``--allow-loopback``."""
+    ssrf_guard: SsrfGuard = SsrfGuard()
+    """Checks a custom endpoint's host before every attempt (always on; inject a resolver in tests)."""
 
 
 @attrs.define
@@ -267,7 +277,8 @@ class _Pump:
         name = self.adapter.name
         try:
             async with contextlib.AsyncExitStack() as stack:
-                session = await self._session(stack)
+                url = URL(self.request.url)  # parsed once: the host checked is the host connected to
+                session = await self._session(stack, url)
                 data = encode_body(body)
                 self.stats.bodies_sent.append(data)
                 headers = {"Content-Type": "application/json", **self.request.headers}
@@ -280,7 +291,7 @@ class _Pump:
                     response = await stack.enter_async_context(
                         session.request(
                             self.request.method,
-                            self.request.url,
+                            url,
                             data=data,
                             headers=headers,
                             timeout=timeout,
@@ -292,25 +303,26 @@ class _Pump:
                     yield batch
         except asyncio.CancelledError:
             raise
-        except (SsrfRefusedError, SseLineTooLong) as exc:
-            yield [_error_chunk(name, str(exc), retryable=False, original=exc)]
+        except SsrfRefusedError as exc:
+            yield [_error_chunk(name, str(exc), retryable=False, code="ssrf_refused", original=exc)]
+        except SseLineTooLong as exc:
+            yield [_error_chunk(name, str(exc), retryable=False, code="sse_line_too_long", original=exc)]
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             yield [RawStreamChunk(provider=name, error=classify_exception(exc, provider=name))]
 
     def _mark_closed(self) -> None:
         self.stats.closed = True
 
-    async def _session(self, stack: contextlib.AsyncExitStack) -> aiohttp.ClientSession:
-        guard = self.cfg.ssrf_guard
-        if guard is None and self.session is not None:
-            return self.session
+    async def _session(self, stack: contextlib.AsyncExitStack, url: URL) -> aiohttp.ClientSession:
         connector: aiohttp.TCPConnector | None = None
-        if guard is not None:
-            host = urlsplit(self.request.url).hostname or ""
-            addresses = await guard.check(host)  # raises before any connection exists
-            resolver = PinnedResolver()
-            resolver.pin(host, addresses)
-            connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
+        if is_custom_endpoint(self.adapter):
+            # Raises before any connection exists; a host name gets a connector pinned to the
+            # checked addresses, an IP literal needs none (aiohttp connects to it without a lookup).
+            connector = await self.cfg.ssrf_guard.connector(
+                url, allow_private_network=self.cfg.allow_private_network
+            )
+        if connector is None and self.session is not None:
+            return self.session
         return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
 
     async def _read(self, response: aiohttp.ClientResponse) -> AsyncGenerator[list[RawStreamChunk], None]:
@@ -369,6 +381,15 @@ class _Pump:
                 yield batch
         if not seen:
             yield [_empty(name)]
+
+
+def is_custom_endpoint(adapter: ProviderAdapter) -> bool:
+    """Whether *adapter*'s endpoint is a custom one, which the SSRF guard checks on every attempt.
+
+    The custom adapter has no built-in endpoint: its base URL is configuration a bot's users
+    may control. The built-in providers' public APIs are not checked.
+    """
+    return adapter.name == "custom"
 
 
 def _event_chunks(

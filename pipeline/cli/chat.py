@@ -23,7 +23,6 @@ from rxcord.core.errors import InputError, MissingCredentialError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode
 from rxcord.providers.registry import default_registry
-from rxcord.providers.ssrf import SsrfGuard
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
 
@@ -62,13 +61,7 @@ async def chat_command(args: argparse.Namespace, out: Callable[[str], None]) -> 
         raise InputError("--base-url is required for the custom provider")
     adapter = registry.create(args.provider)
     request = ChatRequest(model=args.model, system=args.system, messages=(Message.user(args.prompt),))
-    transport = TransportConfig(
-        ssrf_guard=SsrfGuard(
-            allow_loopback=_env_flag("RXCORD_ALLOW_LOOPBACK"), allow_private=_env_flag("RXCORD_ALLOW_PRIVATE")
-        )
-        if args.provider == "custom"
-        else None
-    )
+    transport = TransportConfig(allow_private_network=bool(getattr(args, "allow_loopback", False)))
     async with aiohttp.ClientSession() as session:
         sink, context = _target(args, session)
         result = await stream_to_discord(
@@ -83,10 +76,6 @@ async def chat_command(args: argparse.Namespace, out: Callable[[str], None]) -> 
             session=session,
         )
     out(f"-- {result.status.value}" + (f": {result.error.message}" if result.error else ""))
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")
 
 
 def _target(args: argparse.Namespace, session: aiohttp.ClientSession) -> tuple[DiscordSink, StreamContext]:

@@ -24,6 +24,7 @@ from rxcord.core.state import SentMessage, StreamResult
 from rxcord.core.types import DeliveryMode
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.registry import default_registry
+from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
 
 DEMO_CAPTURES: Final = (
@@ -98,6 +99,7 @@ async def run_demo(out: Callable[[str], None]) -> list[StreamResult]:
                         sink=_PrintingSink(rest, out),
                         context=StreamContext(channel_id=str(200000000000000000 + index)),
                         config=StreamConfig(delivery=DeliveryMode.LIVE, live_idle_flush=0.5),
+                        transport=TransportConfig(allow_private_network=True),  # served on 127.0.0.1
                     )
                     out(f"\n=== {title} ({provider}) ===")
                     result = await run_stream(job)

@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--webhook-url", help="deliver through this webhook URL instead")
     chat.add_argument("--discord-base-url", help="Discord API base URL (default https://discord.com/api/v10)")
+    chat.add_argument(
+        "--allow-loopback",
+        action="store_true",
+        help="let a custom endpoint reach loopback and private addresses (a local model server)",
+    )
     return parser
 
 

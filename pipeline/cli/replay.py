@@ -30,7 +30,6 @@ from rxcord.core.types import DeliveryMode, StopKind
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.timeline import Timeline
 from rxcord.providers.registry import default_registry
-from rxcord.providers.ssrf import SsrfGuard
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
 
@@ -143,10 +142,8 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
         pace=options.pace_ms / 1000.0,
     )
     config = options.config or StreamConfig(delivery=options.delivery)
-    transport = TransportConfig(
-        ssrf_guard=SsrfGuard(allow_loopback=True) if options.provider == "custom" else None,
-        transient_retries=0,
-    )
+    # The replay server is on 127.0.0.1 by design: the SSRF guard's opt-out is needed for it.
+    transport = TransportConfig(allow_private_network=True, transient_retries=0)
     async with server, _sink(options.sink, options.emulator, options.timeline) as sink:
         http = adapter.build_request(chat, base_url=server.base_url, api_key="replay-key", stream=True)
         job = StreamJob(

@@ -56,9 +56,13 @@ class SsrfRefusedError(RxcordError):
     host: str
     address: str
     why: str
+    hint: str = ""
+    """What would let it through (the opt-out setting), or that nothing would."""
 
     def __str__(self) -> str:
-        return f"refusing {self.host}: resolves to {self.address} ({self.why})"
+        where = f"resolves to {self.address} ({self.why})" if self.address != "-" else self.why
+        hint = f"; {self.hint}" if self.hint else ""
+        return f"SSRF guard: refusing custom endpoint {self.host}: {where}{hint}"
 
 
 @attrs.define(auto_exc=True, slots=False)

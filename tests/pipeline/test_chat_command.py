@@ -59,10 +59,10 @@ async def test_chat_delivers_through_a_webhook_url(monkeypatch: pytest.MonkeyPat
     async with DiscordEmulator() as emulator, ReplayServer(body=THINK) as server:
         hook = emulator.add_webhook("890")
         monkeypatch.setenv("RXCORD_API_KEY", "local")
-        monkeypatch.setenv("RXCORD_ALLOW_LOOPBACK", "1")
         url = f"{emulator.base_url}/webhooks/{hook.id}/{hook.token}"
         argv = [
             "chat",
+            "--allow-loopback",
             "--provider",
             "custom",
             "--model",
@@ -81,9 +81,8 @@ async def test_chat_delivers_through_a_webhook_url(monkeypatch: pytest.MonkeyPat
 def test_custom_endpoint_without_loopback_permission_is_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A custom endpoint on 127.0.0.1 is refused by the SSRF guard unless RXCORD_ALLOW_LOOPBACK is set."""
+    """A custom endpoint on 127.0.0.1 is refused without --allow-loopback, and the refusal names it."""
     monkeypatch.setenv("RXCORD_API_KEY", "local")
-    monkeypatch.delenv("RXCORD_ALLOW_LOOPBACK", raising=False)
     code = main(["chat", "--provider", "custom", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "hi"])
     out = capsys.readouterr().out
-    assert code == 0 and "loopback" in out
+    assert code == 0 and "loopback" in out and "--allow-loopback" in out

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rxcord.core.errors import RxcordError
 from rxcord.providers.sse import SseEvent, SseLineTooLong, SseParser
 
 
@@ -76,9 +80,57 @@ def test_line_too_long_is_a_typed_error() -> None:
     parser = SseParser(max_line_bytes=100)
     try:
         parser.feed(b"data: " + b"x" * 200)
-    except SseLineTooLong:
+    except SseLineTooLong as exc:
+        assert isinstance(exc, RxcordError) and isinstance(exc, ValueError)
         return
     raise AssertionError("expected SseLineTooLong")
+
+
+def test_line_too_long_in_small_pieces() -> None:
+    """The bound holds for a line delivered a few bytes at a time."""
+    parser = SseParser(max_line_bytes=100)
+    with pytest.raises(SseLineTooLong):
+        for _ in range(60):
+            parser.feed(b"xy")
+
+
+class _Counted(bytes):
+    """A piece that counts the bytes every concatenation or slice involving it copies."""
+
+    copied = 0
+
+    def __add__(self, other: object) -> bytes:
+        assert isinstance(other, bytes)
+        _Counted.copied += len(self) + len(other)
+        return bytes(self) + other
+
+    def __radd__(self, other: object) -> bytes:
+        assert isinstance(other, bytes)
+        _Counted.copied += len(self) + len(other)
+        return other + bytes(self)
+
+    def __getitem__(self, index: Any) -> Any:
+        part = bytes.__getitem__(self, index)
+        if isinstance(part, bytes):
+            _Counted.copied += len(part)
+        return part
+
+
+@pytest.mark.parametrize("piece", [1, 7, 64])
+def test_a_long_line_in_small_writes_is_linear(piece: int) -> None:
+    """A 3 MB line without a newline, fed in small writes: the bytes copied grow linearly, not quadratically.
+
+    Counted work, not time: every concatenation or slice of a fed piece is counted.
+    """
+    payload = b"data: " + b"x" * (3 * 1024 * 1024 if piece > 1 else 256 * 1024)
+    body = payload + b"\n\n"
+    _Counted.copied = 0
+    parser = SseParser()
+    events = []
+    for start in range(0, len(body), piece):
+        events.extend(parser.feed_raw(_Counted(body[start : start + piece])))
+    assert events == [(payload[6:], None, None)]
+    assert _Counted.copied <= 2 * len(body)
 
 
 _lines = st.lists(

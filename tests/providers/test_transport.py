@@ -7,18 +7,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from aiohttp import web
 from loguru import logger
-from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.request import ChatRequest, ImagePart, Message, SamplerSettings
 from rxcord.core.types import ErrorType, RawStreamChunk
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
-from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
-from rxcord.providers.ssrf import SsrfGuard
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 
 SSE = "text/event-stream"
@@ -275,76 +271,6 @@ async def test_api_key_never_reaches_logs_or_errors() -> None:
     assert not any("sk-test-secret-123" in line for line in lines)
     http = OpenAIAdapter().build_request(CHAT, base_url="http://127.0.0.1:1", api_key="sk-test-secret-123")
     assert "sk-test-secret-123" not in repr(http)
-
-
-def _no_connections(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    attempts: list[Any] = []
-
-    async def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
-        attempts.append((args, kwargs))
-        raise AssertionError("a connection was attempted")
-
-    monkeypatch.setattr(asyncio.BaseEventLoop, "create_connection", refuse)
-    return attempts
-
-
-@pytest.mark.parametrize(
-    ("address", "why"),
-    [
-        ("10.0.0.5", "private"),
-        ("192.168.1.20", "private"),
-        ("169.254.169.254", "link-local"),
-        ("127.0.0.1", "loopback"),
-        ("::1", "loopback"),
-        ("224.0.0.1", "multicast"),
-        ("0.0.0.0", "unspecified"),
-        ("::ffff:10.1.2.3", "private"),
-    ],
-)
-async def test_ssrf_guard_refuses_before_any_connection(
-    monkeypatch: pytest.MonkeyPatch, address: str, why: str
-) -> None:
-    """A custom endpoint resolving to a forbidden address is refused before any connection attempt."""
-    attempts = _no_connections(monkeypatch)
-
-    async def resolver(host: str) -> list[str]:
-        return [address]
-
-    adapter = CustomAdapter()
-    http = adapter.build_request(CHAT, base_url="http://models.internal.test:8000/v1", api_key="k")
-    config = TransportConfig(ssrf_guard=SsrfGuard(resolver=resolver), transient_retries=0)
-    chunks = await drain(stream_source(adapter, http, config=config))
-    [error] = _errors(chunks)
-    assert why in error.message and error.retryable is False
-    assert attempts == []
-
-
-async def test_ssrf_guard_refuses_mixed_answers() -> None:
-    """A host resolving to one public and one private address is refused."""
-
-    async def resolver(host: str) -> list[str]:
-        return ["8.8.8.8", "10.0.0.1"]
-
-    with pytest.raises(SsrfRefusedError):
-        await SsrfGuard(resolver=resolver).check("mixed.test")
-
-
-async def test_ssrf_guard_connects_to_the_checked_address_only() -> None:
-    """With loopback allowed, an unresolvable name connects to the checked address: one lookup per attempt."""
-    lookups: list[str] = []
-    server = ReplayServer(body=_stream("pinned"))
-    async with server:
-        port = server.base_url.rsplit(":", 1)[1]
-
-        async def resolver(host: str) -> list[str]:
-            lookups.append(host)
-            return ["127.0.0.1"]
-
-        adapter = CustomAdapter()
-        http = adapter.build_request(CHAT, base_url=f"http://llm.rebind.test:{port}/v1", api_key="k")
-        config = TransportConfig(ssrf_guard=SsrfGuard(resolver=resolver, allow_loopback=True))
-        chunks = await drain(stream_source(adapter, http, config=config))
-    assert _texts(chunks) == ["pinned"] and lookups == ["llm.rebind.test"]
 
 
 async def test_redirects_are_not_followed() -> None:
