@@ -36,7 +36,8 @@ from typing import Any
 
 from rxcord.core.config import StreamContext
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
-from rxcord.sinks.redis_ratelimit import RedisRateLimiter
+from rxcord.sinks.ratelimit import make_limiter
+from rxcord.sinks.redis_ratelimit import RedisStore
 from rxcord.sinks.rest import RestSink
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,9 @@ def lower_bound(total: int, per_channel: int, args: argparse.Namespace) -> float
 async def worker(spec: dict[str, Any]) -> None:
     """One bot process: a RestSink with a shared limiter, ``streams`` concurrent streams after "go"."""
     process, streams, messages = spec["process"], spec["streams"], spec["messages"]
-    limiter = RedisRateLimiter(spec["redis_url"], namespace=spec["namespace"], global_limit=spec["meter"])
+    limiter = make_limiter(spec["redis_url"], namespace=spec["namespace"], global_limit=spec["meter"])
+    store = limiter.store
+    assert isinstance(store, RedisStore)
     async with RestSink(spec["base_url"], TOKEN, limiter=limiter) as sink:
         # Warm up the connection to Redis and the script cache before the clock starts.
         if not await limiter.connect():
@@ -79,10 +82,10 @@ async def worker(spec: dict[str, Any]) -> None:
         await asyncio.gather(*(stream(number) for number in range(streams)))
         elapsed = time.monotonic() - started
     await limiter.aclose()
-    stats = limiter.stats
+    stats = store.stats
     report = {
         "elapsed": elapsed,
-        "peers": limiter.peers,
+        "peers": store.peers,
         "shared_takes": stats.shared_takes,
         "local_takes": stats.local_takes,
         "rate_limited": stats.rate_limited,

@@ -71,11 +71,45 @@ The retry delay of a 429 is the body's ``retry_after`` (float seconds, the
 precise value). The ``Retry-After`` header is whole seconds rounded up, so a
 header no larger than the body rounded up agrees with it and we keep the
 body's precision; a larger header means the two disagree (Discord had such a
-bug in 2025) and we wait the header: never less than either. A 429 whose body
-is not JSON or has no ``retry_after`` is what a Cloudflare ban looks like;
-retrying would only extend it, so ``update`` raises ``RateLimitError``. So does
-a delay above ``max_retry_after`` (default 60 s): stalling a live answer for
-minutes is worse than failing it.
+bug in 2025) and we wait the header: never less than either.
+
+**The bound on retry delays.** A delay is usable only if it is a finite number
+of seconds >= 0; NaN, infinities, negative numbers, booleans and text are
+ignored (as if absent), never an untyped ``ValueError``. A usable delay above
+``max_retry_after`` (default 60 s) is not slept: the request fails with
+``RateLimitError`` (stalling a live answer for minutes is worse than failing
+it), and the bucket (or every route, for a global 429) stays closed for the
+asked time, capped at ``MAX_BLOCK`` (one hour); later sends meeting that closed
+gate fail at once with ``RateLimitError`` instead of sending.
+
+**Body-less 429s.** A 429 whose body is not JSON (a Cloudflare page, an empty
+body) comes from Discord's edge, not from a bucket: it closes the gate for
+*every* route for its ``Retry-After`` and is retried. A 429 with no usable
+delay at all (no header, no ``retry_after``) is what a Cloudflare ban looks
+like; retrying would only extend it, so every route is closed for
+``ban_pause`` seconds (default 300) and ``update`` raises ``RateLimitError``.
+
+Fixed windows
+-------------
+Some buckets are fixed windows (all slots free at the reset instant), and
+waiting ``r / limit`` on one of those earns a 429 per window. A bucket is
+detected as fixed, as hikari does, from two responses of one window: on a
+sliding bucket every request moves the reset instant on by ``window / limit``,
+on a fixed one it stays put (compared on the epoch ``X-RateLimit-Reset``,
+Discord's own instant: our clock's reading of a response is too noisy). A 429 on a bucket
+the limiter believed had a slot marks it fixed as well. A fixed bucket waits
+the whole ``Reset-After``; evidence of sliding (the reset moving on) turns it
+back.
+
+Stores: where the shared state lives
+------------------------------------
+``RateLimiter`` is the one limiter: the FIFO lock per bucket, the wait loop,
+the local bucket state (learnt from every response), the global pause and the
+invalid-request budget. What several processes must share (bucket counters
+and the global meter) lives in a pluggable ``BucketStore``: ``MemoryStore``
+(the default, in process) or ``rxcord.sinks.redis_ratelimit.RedisStore``
+(Redis, shared by every process of one token). ``make_limiter(redis_url)`` is
+the switch.
 
 What this does not do
 ---------------------
@@ -91,12 +125,19 @@ from __future__ import annotations
 
 __all__ = (
     "DEFAULT_GLOBAL_METER",
+    "MAX_BLOCK",
+    "BucketStore",
+    "GlobalMeter",
+    "Grant",
     "InvalidRequestLimitError",
+    "MemoryStore",
     "RateLimitError",
     "RateLimited",
     "RateLimiter",
     "Route",
     "Slot",
+    "make_limiter",
+    "retry_seconds",
     "webhook_major",
 )
 
@@ -106,7 +147,7 @@ import contextlib
 import hashlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 from loguru import logger
@@ -116,6 +157,9 @@ _log = logger.bind(stage="07-ratelimit")
 
 _EPSILON: Final = 1e-9
 """Float slack when comparing times, so a wait computed to the exact instant is not repeated."""
+
+MAX_BLOCK: Final = 3600.0
+"""The longest a 429 closes a bucket or every route, whatever delay it asked for (seconds)."""
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -157,12 +201,36 @@ def webhook_major(webhook_id: str, webhook_token: str) -> tuple[str, str]:
     return (webhook_id, digest)
 
 
+def retry_seconds(value: Any) -> float | None:
+    """A delay in seconds if ``value`` is a usable one: a finite number >= 0 (or its text), else ``None``.
+
+    NaN, infinities, negative numbers, booleans and anything unparsable are not
+    delays (see "The bound on retry delays" in the module docstring).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return seconds
+
+
 @attrs.define(auto_exc=True, slots=False)
 class RateLimitError(DiscordError):
     """A 429 that must not be waited out: a Cloudflare ban, or a delay above the limiter's maximum."""
 
     retry_after: float | None = None
     """The delay Discord asked for (``None`` when the response gave none, as in a ban)."""
+    is_global: bool = False
+    """Whether every route is closed (a global 429 or a ban), not only this bucket."""
 
 
 @attrs.define(auto_exc=True, slots=False)
@@ -185,6 +253,20 @@ class RateLimited:
     """``X-RateLimit-Scope``: ``user``, ``global`` or ``shared`` (``None`` if absent)."""
 
 
+@attrs.frozen
+class Grant:
+    """A store's answer to one take."""
+
+    taken: bool
+    """Whether a bucket slot and a global token were taken (else: wait ``delay`` and ask again)."""
+    delay: float = 0.0
+    """Sleep before sending (taken) or before asking again (not taken)."""
+    key: str | None = None
+    """The shared key of the bucket the take used (``None`` for a take from local state)."""
+    seq: int = 0
+    """The take's sequence number in that bucket (a shared store uses it to spot stale answers)."""
+
+
 @attrs.define(eq=False)
 class _Bucket:
     """Per-(bucket, major parameters) state; one request in flight, guarded by ``lock``."""
@@ -201,6 +283,12 @@ class _Bucket:
     """When the next slot frees, if ``remaining`` is 0."""
     blocked_until: float = 0.0
     """Set by a per-route 429."""
+    fixed: bool = False
+    """Detected as a fixed window (see "Fixed windows" in the module docstring)."""
+    reset_epoch: float | None = None
+    """The last ``X-RateLimit-Reset`` seen (Discord's epoch seconds), for fixed-window detection."""
+    seen_remaining: int | None = None
+    """The last ``Remaining`` a response reported."""
 
     def delay(self, now: float) -> float:
         """Seconds until this bucket lets the next request go (<= 0: go now)."""
@@ -227,64 +315,111 @@ class _Bucket:
         try:
             limit = int(headers["x-ratelimit-limit"])
             remaining = int(headers["x-ratelimit-remaining"])
-            reset_after = float(headers["x-ratelimit-reset-after"])
         except (KeyError, ValueError):
             return
-        if limit <= 0:
+        reset_after = retry_seconds(headers.get("x-ratelimit-reset-after"))
+        if limit <= 0 or reset_after is None:
             return
+        reset_after = min(reset_after, MAX_BLOCK)
+        reset_at = now + reset_after
+        epoch = retry_seconds(headers.get("x-ratelimit-reset"))
+        self._detect_window(limit, remaining, epoch)
         self.limit = limit
         self.remaining = remaining
-        self.reset_at = now + reset_after
+        self.reset_at = reset_at
+        self.reset_epoch = epoch
+        self.seen_remaining = remaining
         if remaining > 0:
             self.slot_at = now
         else:
-            self.slot_at = now + (reset_after / limit if sliding else reset_after)
+            self.slot_at = now + (reset_after / limit if sliding and not self.fixed else reset_after)
+
+    def _detect_window(self, limit: int, remaining: int, epoch: float | None) -> None:
+        previous = self.seen_remaining
+        if self.limit != limit or previous is None or remaining >= previous:
+            return  # not two answers of one window
+        if epoch is None or self.reset_epoch is None:
+            return  # only Discord's own reset instant is precise enough to compare
+        same = abs(epoch - self.reset_epoch) < 1e-3
+        if same != self.fixed:
+            _log.debug(
+                "bucket {name} is a {kind} window", name=self.name, kind="fixed" if same else "sliding"
+            )
+        self.fixed = same
 
 
 class Slot:
     """The right to send one request (and its retries) through one bucket; see ``RateLimiter.acquire``."""
 
-    __slots__ = ("_bucket", "_limiter", "_route")
+    __slots__ = ("_bucket", "_discovered", "_expected", "_grant", "_limiter", "_pending", "_route")
 
     def __init__(self, limiter: RateLimiter, route: Route, bucket: _Bucket) -> None:
         self._limiter = limiter
         self._route = route
         self._bucket = bucket
+        self._grant = Grant(taken=False)
+        self._discovered = False
+        self._expected = False
+        """Whether the last send went out with the bucket's limits known (a slot was expected)."""
+        self._pending: asyncio.Task[None] | None = None
 
     @property
     def route(self) -> Route:
         """The route this slot was acquired for."""
         return self._route
 
+    @property
+    def limiter(self) -> RateLimiter:
+        """The limiter this slot belongs to."""
+        return self._limiter
+
+    @property
+    def grant(self) -> Grant:
+        """The store's answer to the last take of this slot."""
+        return self._grant
+
+    @property
+    def discovered(self) -> bool:
+        """Whether the route's bucket hash was known when the last attempt was taken."""
+        return self._discovered
+
+    @property
+    def fixed_window(self) -> bool:
+        """Whether the slot's bucket is known to be a fixed window."""
+        return self._bucket.fixed
+
     async def wait(self) -> None:
-        """Sleep until the global gate, the global meter and the bucket all allow one request, then take it.
+        """Sleep until the global gate, the store and the bucket all allow one request, then take it.
 
         Raises:
             InvalidRequestLimitError: too many invalid responses in the rolling window.
+            RateLimitError: a 429 closed the bucket (or every route) for longer than ``max_retry_after``.
         """
         limiter = self._limiter
+        await self.settle()
         while True:
             limiter.check_invalid_budget()
             now = limiter.now()
+            limiter.check_blocked(self._route, self._bucket, now)
             delay = max(limiter.global_paused_until - now, self._bucket.delay(now))
             if delay > _EPSILON:
-                await self._sleep(delay)
+                await self.sleep(delay)
                 continue
-            # The bucket allows a request: queue for the global meter. The gate is a FIFO
-            # lock, so requests pass the meter in the order their buckets became ready
-            # instead of racing for each freed token (racing starves some channels and
-            # leaves a slow tail when many channels share the global limit); the token is
-            # taken at the actual send time, so late wake-ups never bunch requests up.
-            async with limiter.meter_gate():
-                while (delay := limiter.meter_delay(limiter.now())) > _EPSILON:
-                    await self._sleep(delay)
-                if limiter.global_paused_until - limiter.now() > _EPSILON:
-                    continue
-                limiter.meter_take(limiter.now())
+            grant = await limiter.store.take(self)
+            if not grant.taken:
+                if grant.delay > _EPSILON:
+                    await self.sleep(grant.delay)
+                continue
+            if grant.delay > _EPSILON:
+                await self.sleep(grant.delay)
             break
+        self._grant = grant
+        self._discovered = limiter.bucket_hash(self._route) is not None
+        self._expected = self._bucket.remaining is not None
         self._bucket.on_send(limiter.now())
 
-    async def _sleep(self, delay: float) -> None:
+    async def sleep(self, delay: float) -> None:
+        """Sleep ``delay`` seconds on the limiter's clock, telling its ``on_wait`` hook first."""
         limiter = self._limiter
         if limiter.on_wait is not None:
             limiter.on_wait(self._route, delay)
@@ -302,56 +437,199 @@ class Slot:
             ``None`` for anything but a 429; a ``RateLimited`` for a 429 that should be retried.
 
         Raises:
-            RateLimitError: a 429 without a usable ``retry_after`` (a ban) or one too long to wait.
+            RateLimitError: a 429 without a usable delay (a ban) or one too long to wait.
         """
-        verdict, self._bucket = self._limiter.learn(self._route, self._bucket, status, headers, body)
+        limiter = self._limiter
+        try:
+            verdict, self._bucket = limiter.learn(
+                self._route, self._bucket, status, headers, body, expected=self._expected
+            )
+        except RateLimitError as exc:
+            pause = exc.retry_after if exc.retry_after is not None else limiter.ban_pause
+            self._pending = limiter.store.learn(self, headers, pause, exc.is_global)
+            raise
+        if verdict is not None:
+            self._pending = limiter.store.learn(self, headers, verdict.retry_after, verdict.is_global)
+        else:
+            self._pending = limiter.store.learn(self, headers, None, False)
         return verdict
+
+    async def settle(self) -> None:
+        """Wait until the store has recorded the last response (never raises)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            # Shielded: a cancelled stream must still leave the shared state right.
+            await asyncio.shield(pending)
+
+
+class BucketStore(Protocol):
+    """Where the state several processes share lives: bucket counters and the global meter.
+
+    The limiter checks its local state first (every response is learnt locally,
+    so it is warm), then asks the store for a take. ``MemoryStore`` keeps only
+    the global meter (the local buckets *are* the state in process);
+    ``rxcord.sinks.redis_ratelimit.RedisStore`` keeps both in Redis.
+    """
+
+    def bind(self, limiter: RateLimiter) -> None:
+        """Called once by the limiter that owns this store."""
+        ...
+
+    async def take(self, slot: Slot) -> Grant:
+        """Take one bucket slot and one global token for ``slot``, or say how long to wait."""
+        ...
+
+    def learn(
+        self, slot: Slot, headers: Mapping[str, str], retry_after: float | None, is_global: bool
+    ) -> asyncio.Task[None] | None:
+        """Record one response (in the background if it is I/O; ``Slot.settle`` awaits the task)."""
+        ...
+
+    async def connect(self) -> bool:
+        """Reach the store now; whether it answered."""
+        ...
+
+    async def aclose(self) -> None:
+        """Finish background work and release connections."""
+        ...
+
+
+class GlobalMeter:
+    """A GCRA meter of requests per period with a FIFO gate (first come, first served).
+
+    Requests queue at the gate in the order their buckets became ready instead of
+    racing for each freed token (racing starves some channels and leaves a slow
+    tail when many channels share the global limit); the token is taken at the
+    actual send time, so late wake-ups never bunch requests up.
+    """
+
+    __slots__ = ("_gate", "interval", "tat", "tolerance")
+
+    def __init__(self, interval: float, tolerance: float = 0.0) -> None:
+        self.interval = interval
+        """Seconds per token (0: no meter)."""
+        self.tolerance = tolerance
+        """Burst allowance in seconds (``(burst - 1) * interval``)."""
+        self.tat = -math.inf
+        """Theoretical arrival time of the next token."""
+        self._gate: asyncio.Lock | None = None
+
+    def delay(self, now: float) -> float:
+        """Seconds until the meter has a token (<= 0: now)."""
+        if not self.interval:
+            return 0.0
+        return max(self.tat, now) - self.tolerance - now
+
+    def take(self, now: float) -> None:
+        """Spend one token (push the arrival time one interval forward)."""
+        if self.interval:
+            self.tat = max(self.tat, now) + self.interval
+
+    async def admit(self, slot: Slot) -> bool:
+        """Queue at the gate, sleep until a token is free and take it; ``False`` if a global pause began."""
+        limiter = slot.limiter
+        if self._gate is None:
+            self._gate = asyncio.Lock()
+        async with self._gate:
+            while (delay := self.delay(limiter.now())) > _EPSILON:
+                await slot.sleep(delay)
+            if limiter.global_paused_until - limiter.now() > _EPSILON:
+                return False
+            self.take(limiter.now())
+        return True
 
 
 DEFAULT_GLOBAL_METER: Final = 48
 """Requests per second the proactive global meter allows by default (Discord's limit is 50)."""
 
 
-class RateLimiter:
-    """Bucket-aware Discord rate limiter shared by every request of one bot token (see module docstring).
+class MemoryStore:
+    """The in-process store: the local buckets are the state; this adds the proactive global meter.
 
     Args:
-        clock: Monotonic seconds; defaults to the running loop's ``time``.
-        sleep: Awaitable sleep; defaults to ``asyncio.sleep``. Tests inject a fake that advances ``clock``.
-        global_limit: Requests per ``global_period`` the proactive meter allows; ``None`` disables it.
+        global_limit: Requests per ``global_period`` the meter allows; ``None`` disables it.
         global_period: The meter's window in seconds.
         global_burst: Requests the meter lets through at once from idle (default: three
             quarters of ``global_limit``). Less than the limit, so Discord's side keeps
             headroom for requests that arrive bunched by network or event-loop jitter.
+    """
+
+    __slots__ = ("meter",)
+
+    def __init__(
+        self,
+        global_limit: int | None = DEFAULT_GLOBAL_METER,
+        global_period: float = 1.0,
+        global_burst: int | None = None,
+    ) -> None:
+        interval = global_period / global_limit if global_limit else 0.0
+        burst = max(1, global_burst if global_burst is not None else (global_limit or 0) * 3 // 4)
+        self.meter = GlobalMeter(interval, (burst - 1) * interval)
+
+    def __repr__(self) -> str:
+        return "<MemoryStore>"
+
+    def bind(self, limiter: RateLimiter) -> None:
+        """Nothing to bind: the state is the limiter's own."""
+
+    async def take(self, slot: Slot) -> Grant:
+        """Pass the global meter (the bucket was checked locally)."""
+        return Grant(taken=await self.meter.admit(slot))
+
+    def learn(
+        self, slot: Slot, headers: Mapping[str, str], retry_after: float | None, is_global: bool
+    ) -> asyncio.Task[None] | None:
+        """Nothing to record: the limiter learnt the response locally."""
+        return None
+
+    async def connect(self) -> bool:
+        """Always reachable."""
+        return True
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class RateLimiter:
+    """Bucket-aware Discord rate limiter shared by every request of one bot token (see module docstring).
+
+    Args:
+        store: Where the shared state lives (default: a ``MemoryStore`` built from the
+            ``global_*`` arguments, which are ignored when a store is given).
+        clock: Monotonic seconds; defaults to the running loop's ``time``.
+        sleep: Awaitable sleep; defaults to ``asyncio.sleep``. Tests inject a fake that advances ``clock``.
+        global_limit: Requests per ``global_period`` the proactive meter allows; ``None`` disables it.
+        global_period: The meter's window in seconds.
+        global_burst: Requests the meter lets through at once from idle (see ``MemoryStore``).
         max_invalid: Invalid responses (401, 403, non-shared 429) tolerated in ``invalid_window``.
         invalid_window: The rolling window of the invalid request count (Discord: 10 minutes).
         max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
-        sliding: Treat buckets as sliding windows (one slot per ``reset_after / limit``).
+        ban_pause: Seconds every route stays closed after a 429 without any usable delay (a ban).
+        sliding: Treat buckets as sliding windows (one slot per ``reset_after / limit``)
+            unless detected as fixed.
         on_wait: Called with the route and the delay before every wait (timelines, metrics).
     """
 
     __slots__ = (
+        "_ban_pause",
         "_buckets",
         "_clock",
         "_global_paused_until",
-        "_global_period",
-        "_global_tat",
         "_hashes",
         "_invalid",
         "_invalid_window",
         "_max_invalid",
         "_max_retry_after",
-        "_meter_interval",
-        "_meter_lock",
-        "_meter_tolerance",
         "_sleep",
         "_sliding",
+        "_store",
         "on_wait",
     )
 
     def __init__(
         self,
         *,
+        store: BucketStore | None = None,
         clock: Clock | None = None,
         sleep: Sleep | None = None,
         global_limit: int | None = DEFAULT_GLOBAL_METER,
@@ -360,22 +638,21 @@ class RateLimiter:
         max_invalid: int = 1000,
         invalid_window: float = 600.0,
         max_retry_after: float = 60.0,
+        ban_pause: float = 300.0,
         sliding: bool = True,
         on_wait: WaitHook | None = None,
     ) -> None:
         self._clock: Clock = clock or _loop_time
         self._sleep: Sleep = sleep or asyncio.sleep
-        self._meter_interval = global_period / global_limit if global_limit else 0.0
-        burst = max(1, global_burst if global_burst is not None else (global_limit or 0) * 3 // 4)
-        self._meter_tolerance = (burst - 1) * self._meter_interval
-        self._global_period = global_period
-        self._global_tat = -math.inf
-        self._meter_lock: asyncio.Lock | None = None
+        self._store: BucketStore = (
+            store if store is not None else MemoryStore(global_limit, global_period, global_burst)
+        )
         self._global_paused_until = -math.inf
         self._max_invalid = max_invalid
         self._invalid_window = invalid_window
         self._invalid: collections.deque[float] = collections.deque()
         self._max_retry_after = max_retry_after
+        self._ban_pause = min(ban_pause, MAX_BLOCK)
         self._sliding = sliding
         self.on_wait = on_wait
         """Called with the route and the delay before every wait; may be set at any time."""
@@ -383,9 +660,10 @@ class RateLimiter:
         """Route key -> bucket hash, learned from responses."""
         self._buckets: dict[tuple[str, str, tuple[str, ...]], _Bucket] = {}
         """("route", route key, major) before discovery; ("bucket", hash, major) after."""
+        self._store.bind(self)
 
     def __repr__(self) -> str:
-        return f"<RateLimiter buckets={len(self._buckets)} invalid={len(self._invalid)}>"
+        return f"<RateLimiter {self._store!r} buckets={len(self._buckets)} invalid={len(self._invalid)}>"
 
     # -- public API -------------------------------------------------------
 
@@ -404,7 +682,34 @@ class RateLimiter:
         """
         bucket = self._bucket_for(route)
         async with bucket.lock:
-            yield Slot(self, route, bucket)
+            slot = Slot(self, route, bucket)
+            try:
+                yield slot
+            finally:
+                await slot.settle()
+
+    @property
+    def store(self) -> BucketStore:
+        """Where the shared state lives (``MemoryStore`` or a ``RedisStore``)."""
+        return self._store
+
+    @property
+    def ban_pause(self) -> float:
+        """Seconds every route stays closed after a 429 without any usable delay."""
+        return self._ban_pause
+
+    @property
+    def sliding(self) -> bool:
+        """Whether buckets are treated as sliding windows unless detected as fixed."""
+        return self._sliding
+
+    async def connect(self) -> bool:
+        """Reach the store now (optional: the first request does it otherwise); whether it answered."""
+        return await self._store.connect()
+
+    async def aclose(self) -> None:
+        """Finish the store's background work and release its connections."""
+        await self._store.aclose()
 
     def bucket_hash(self, route: Route) -> str | None:
         """The bucket hash learned for ``route``'s key, if any response named one yet."""
@@ -442,30 +747,39 @@ class RateLimiter:
                 count=len(self._invalid),
             )
 
-    def meter_delay(self, now: float) -> float:
-        """Seconds until the proactive global meter has a token (<= 0: now)."""
-        if not self._meter_interval:
-            return 0.0
-        tat = max(self._global_tat, now)
-        return tat - self._meter_tolerance - now
+    def check_blocked(self, route: Route, bucket: _Bucket, now: float) -> None:
+        """Raise ``RateLimitError`` if a 429 closed this bucket or every route for longer than allowed."""
+        block = max(self._global_paused_until, bucket.blocked_until) - now
+        if block > self._max_retry_after:
+            raise RateLimitError(
+                status=429,
+                message=(
+                    f"{route.key} not sent: rate limited for {block:.1f} s more, "
+                    f"above the {self._max_retry_after:.0f} s maximum"
+                ),
+                retry_after=block,
+            )
 
-    def meter_take(self, now: float) -> None:
-        """Spend one global meter token (leaky bucket: push the arrival time one interval forward)."""
-        if self._meter_interval:
-            self._global_tat = max(self._global_tat, now) + self._meter_interval
-
-    def meter_gate(self) -> asyncio.Lock:
-        """The FIFO gate in front of the global meter (created on first use, on the running loop)."""
-        if self._meter_lock is None:
-            self._meter_lock = asyncio.Lock()
-        return self._meter_lock
+    def pause_globally(self, seconds: float) -> None:
+        """Close every route for ``seconds`` (a global 429 learnt elsewhere, e.g. by another process)."""
+        self._global_paused_until = max(self._global_paused_until, self._clock() + min(seconds, MAX_BLOCK))
 
     # -- learning from responses -----------------------------------------
 
     def learn(
-        self, route: Route, bucket: _Bucket, status: int, headers: Mapping[str, str], body: Any
+        self,
+        route: Route,
+        bucket: _Bucket,
+        status: int,
+        headers: Mapping[str, str],
+        body: Any,
+        *,
+        expected: bool = False,
     ) -> tuple[RateLimited | None, _Bucket]:
         """Apply one response to the limiter's state (``Slot.update`` delegates here).
+
+        ``expected`` says the request left with the bucket's limits known: a
+        user-scope 429 then proves the sliding model wrong for this bucket.
 
         Returns:
             The 429 verdict (or ``None``) and the bucket that now holds the route's
@@ -479,6 +793,10 @@ class RateLimiter:
         bucket_hash = lowered.get("x-ratelimit-bucket")
         if bucket_hash:
             bucket = self._discover(route, bucket_hash, bucket)
+        if status == 429 and expected and lowered.get("x-ratelimit-scope") == "user":
+            if not bucket.fixed:
+                _log.debug("bucket {name}: 429 where a slot was expected; a fixed window", name=bucket.name)
+            bucket.fixed = True
         bucket.apply_headers(lowered, now, self._sliding)
         if status != 429:
             return None, bucket
@@ -487,38 +805,51 @@ class RateLimiter:
     def _rate_limited(
         self, route: Route, bucket: _Bucket, headers: Mapping[str, str], body: Any, now: float
     ) -> RateLimited:
-        code = body.get("code") if isinstance(body, Mapping) else None
-        code = code if isinstance(code, int) else None
-        retry_value = body.get("retry_after") if isinstance(body, Mapping) else None
-        if isinstance(retry_value, bool) or not isinstance(retry_value, int | float):
+        json_body = body if isinstance(body, Mapping) else None
+        code = json_body.get("code") if json_body is not None else None
+        code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        body_value = retry_seconds(json_body.get("retry_after")) if json_body is not None else None
+        header_value = retry_seconds(headers.get("retry-after"))
+        scope = headers.get("x-ratelimit-scope")
+        if body_value is None and header_value is None:
             self._count_invalid(now)
-            message = body.get("message", "") if isinstance(body, Mapping) else ""
+            self._global_paused_until = max(self._global_paused_until, now + self._ban_pause)
+            message = str(json_body.get("message", "")) if json_body is not None else ""
+            _log.error(
+                "429 without a usable retry delay (a Cloudflare ban?): every route closed for {pause:.0f} s",
+                pause=self._ban_pause,
+            )
             raise RateLimitError(
                 status=429,
                 code=code,
                 message=f"429 without retry_after (Cloudflare ban?): {message}".strip(),
+                is_global=True,
             )
-        scope = headers.get("x-ratelimit-scope")
+        wait = _retry_delay(body_value, header_value)
         is_global = (
-            (isinstance(body, Mapping) and body.get("global") is True)
+            json_body is None  # no JSON at all: Discord's edge (Cloudflare), not a bucket
+            or json_body.get("global") is True
             or headers.get("x-ratelimit-global", "").lower() == "true"
             or scope == "global"
-        )
-        wait = _retry_delay(float(retry_value), headers.get("retry-after"))
+        ) and scope not in ("user", "shared")
         if scope != "shared":
             self._count_invalid(now)
+        until = now + min(wait, MAX_BLOCK)
+        if is_global:
+            self._global_paused_until = max(self._global_paused_until, until)
+        else:
+            bucket.blocked_until = max(bucket.blocked_until, until)
         if wait > self._max_retry_after:
             raise RateLimitError(
                 status=429,
                 code=code,
                 message=f"rate limited for {wait:.3f} s, above the {self._max_retry_after:.0f} s maximum",
                 retry_after=wait,
+                is_global=is_global,
             )
         if is_global:
-            self._global_paused_until = max(self._global_paused_until, now + wait)
             _log.warning("global rate limit: pausing every route for {wait:.3f} s", wait=wait)
         else:
-            bucket.blocked_until = max(bucket.blocked_until, now + wait)
             _log.warning(
                 "rate limited on {route} (scope {scope}): retrying in {wait:.3f} s",
                 route=route.key,
@@ -570,12 +901,28 @@ class RateLimiter:
             self._invalid.popleft()
 
 
-def _retry_delay(body_seconds: float, header: str | None) -> float:
+def _retry_delay(body_seconds: float | None, header_seconds: float | None) -> float:
     """The 429 delay: the body's precise value unless the whole-second header clearly exceeds it."""
-    try:
-        header_seconds = float(header) if header is not None else None
-    except ValueError:
-        header_seconds = None
+    if body_seconds is None:
+        return header_seconds or 0.0
     if header_seconds is not None and header_seconds > math.ceil(body_seconds - _EPSILON):
         return header_seconds
-    return max(body_seconds, 0.0)
+    return body_seconds
+
+
+def make_limiter(redis_url: str | None, **options: Any) -> RateLimiter:
+    """The configuration switch: an in-process limiter without a URL, one sharing its state in Redis with one.
+
+    Args:
+        redis_url: ``redis://host:port/db`` shared by every process of the bot token, or ``None``.
+        options: Keyword arguments of ``RateLimiter``; with a URL also those of
+            ``rxcord.sinks.redis_ratelimit.RedisStore`` (``namespace``, ``redis_timeout``, ...),
+            which then takes ``global_limit`` and ``global_period`` too.
+    """
+    if not redis_url:
+        return RateLimiter(**options)
+    from rxcord.sinks.redis_ratelimit import RedisStore
+
+    store_options = {name: options.pop(name) for name in RedisStore.OPTIONS if name in options}
+    options.pop("global_burst", None)  # the shared meter has no burst allowance beyond its GCRA
+    return RateLimiter(store=RedisStore(redis_url, **store_options), **options)

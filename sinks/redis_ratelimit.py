@@ -5,18 +5,21 @@ Why a shared limiter?
 Discord counts per bot token, not per process. Four shard processes that each
 run the in-process ``rxcord.sinks.ratelimit.RateLimiter`` each believe they own the
 whole global budget (50 requests per second) and every bucket, so together
-they send four times too fast and collect 429s. ``RedisRateLimiter`` keeps the
-limiter's *state* in Redis and runs the *same algorithm* as the in-process one
+they send four times too fast and collect 429s. ``RedisStore`` is the
+``BucketStore`` that keeps the one limiter's shared *state* in Redis
+(``make_limiter(url)`` builds ``RateLimiter(store=RedisStore(url))``); the limiter's
+wait loop, FIFO locks and local state are the same as in process, and the store
+runs the *same algorithm* as the in-process one
 (read its module docstring first: buckets keyed by (bucket hash, major
 parameters) once ``X-RateLimit-Bucket`` names the hash, pre-emptive waits from
 ``Remaining`` / ``Reset-After``, 429 blocks, the proactive global meter and the
 global pause), as two Lua scripts that Redis runs atomically:
 
-* **take** (``slot.wait()``): resolve the route to its bucket key through the
+* **take** (``RedisStore.take``, from ``slot.wait()``): resolve the route to its bucket key through the
   shared route -> hash map, compute the wait exactly as ``Slot.wait`` does
   (bucket block, bucket slot, global pause), and when nothing blocks, spend
   the bucket slot and reserve a global meter token.
-* **learn** (``slot.update(...)``): file the route under the hash the response
+* **learn** (``RedisStore.learn``, from ``slot.update(...)``): file the route under the hash the response
   named, refresh limit / remaining / reset from the headers, and record a 429
   as a bucket block or a global pause.
 
@@ -56,9 +59,9 @@ so each process keeps its own count, as the in-process limiter does.
 When Redis is down or slow
 --------------------------
 Every Redis call has a deadline (``redis_timeout``). When one fails or times
-out, the limiter logs it once and falls back to its own in-process state (it
-*is* a ``RateLimiter``: every response is also learnt locally, so the local
-buckets are warm) with a **conservative** global meter: the global limit
+out, the store logs it once and the limiter runs on its own in-process state
+(every response is also learnt locally, so the local buckets are warm) with a
+**conservative** global meter: the global limit
 divided by the number of limiter processes Redis last reported (or by
 ``fallback_processes`` if larger). Its first token comes only after the last
 send the shared meter had reserved for this process (those reservations are
@@ -84,17 +87,16 @@ expire after ``state_ttl`` seconds without use.
 
 from __future__ import annotations
 
-__all__ = ("Grant", "RedisLimiterStats", "RedisRateLimiter", "RedisSlot", "make_limiter", "token_namespace")
+__all__ = ("RedisLimiterStats", "RedisStore", "make_limiter", "token_namespace")
 
 import asyncio
-import contextlib
 import hashlib
 import math
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 import attrs
 import redis.asyncio as aioredis
@@ -102,7 +104,17 @@ from loguru import logger
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER, Clock, RateLimited, RateLimiter, Route, Sleep, Slot
+from rxcord.core.errors import InputError
+from rxcord.sinks.ratelimit import (
+    DEFAULT_GLOBAL_METER,
+    MAX_BLOCK,
+    GlobalMeter,
+    Grant,
+    RateLimiter,
+    Route,
+    Slot,
+    make_limiter,
+)
 
 _log = logger.bind(stage="07-ratelimit-redis")
 
@@ -286,22 +298,9 @@ def token_namespace(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
-def make_limiter(redis_url: str | None, **options: Any) -> RateLimiter:
-    """The configuration switch: the in-process ``RateLimiter`` without a URL, ``RedisRateLimiter`` with one.
-
-    Args:
-        redis_url: ``redis://host:port/db`` shared by every process of the bot token, or ``None``.
-        options: Keyword arguments for the chosen class (``RedisRateLimiter`` accepts all of
-            ``RateLimiter``'s plus its own).
-    """
-    if redis_url:
-        return RedisRateLimiter(redis_url, **options)
-    return RateLimiter(**options)
-
-
 @attrs.define
 class RedisLimiterStats:
-    """What one ``RedisRateLimiter`` did, for logs, tests and benchmarks."""
+    """What one ``RedisStore`` did, for logs, tests and benchmarks."""
 
     shared_takes: int = 0
     """Requests admitted through Redis."""
@@ -312,140 +311,54 @@ class RedisLimiterStats:
     rate_limited_undiscovered: int = 0
     """429 answers on routes whose bucket was not known yet (discovery; not the limiter's fault)."""
     outages: int = 0
-    """Times the limiter switched to the local fallback."""
+    """Times the store switched to the local fallback."""
     recoveries: int = 0
     """Times it switched back to Redis."""
 
 
-@attrs.frozen
-class Grant:
-    """The take script's answer for one attempt."""
+class RedisStore:
+    """The ``BucketStore`` whose buckets and global meter live in Redis, shared by every process of one token.
 
-    taken: bool
-    """Whether a bucket slot and a global token were taken (else: wait ``delay`` and ask again)."""
-    delay: float
-    """Sleep before sending (taken) or before asking again (not taken)."""
-    key: str
-    """The Redis key of the bucket the take used (the route's, or its hash's once discovered)."""
-    seq: int
-    """The take's sequence number in that bucket (the learn script uses it to spot stale answers)."""
-
-
-class RedisSlot(Slot):
-    """The right to send one request through one bucket, shared with other processes via Redis.
-
-    Same contract as ``rxcord.sinks.ratelimit.Slot``: ``await wait()`` before each attempt,
-    ``update(...)`` after each response. ``update`` stays synchronous (``RestSink`` calls
-    it so): the verdict comes from the local mirror of the state, and the shared state is
-    written in the background; the next ``wait`` (or leaving ``acquire``) waits for that
-    write, so the next take of the bucket sees it.
-    """
-
-    __slots__ = ("_key", "_pending", "_seq", "_shared")
-
-    def __init__(self, limiter: RedisRateLimiter, route: Route, bucket: Any) -> None:
-        super().__init__(limiter, route, bucket)
-        self._shared = limiter
-        self._key: str | None = None
-        """The Redis key of the last take; ``None`` when it was taken locally."""
-        self._seq = 0
-        self._pending: asyncio.Task[None] | None = None
-
-    async def wait(self) -> None:
-        """Sleep until the shared bucket and the shared global meter allow one request, then take it.
-
-        Falls back to the local algorithm (``Slot.wait``) with a conservative global meter when
-        Redis is unreachable or slow.
-
-        Raises:
-            InvalidRequestLimitError: too many invalid responses in this process's rolling window.
-        """
-        await self.settle()
-        limiter = self._shared
-        while True:
-            limiter.check_invalid_budget()
-            # The local mirror first: it knows this process's own traffic even when Redis
-            # restarted empty, so re-entering the shared state costs no 429.
-            now = limiter.now()
-            local = max(limiter.global_paused_until - now, self._bucket.delay(now))
-            if local > _EPSILON:
-                await limiter.sleep(local)
-                continue
-            grant = await limiter.take(self.route)
-            if grant is None:
-                self._key = None
-                await super().wait()
-                limiter.stats.local_takes += 1
-                return
-            if grant.taken:
-                break
-            await limiter.sleep(grant.delay)
-        self._key, self._seq = grant.key, grant.seq
-        limiter.stats.shared_takes += 1
-        if grant.delay > _EPSILON:
-            await limiter.sleep(grant.delay)
-        # Mirror the take locally, so the fallback starts from warm buckets.
-        self._bucket.on_send(limiter.now())
-
-    def update(self, status: int, headers: Mapping[str, str], body: Any) -> RateLimited | None:
-        """Learn one response locally and (in the background) in Redis; see ``Slot.update``.
-
-        Raises:
-            RateLimitError: a 429 without a usable ``retry_after`` (a ban) or one too long to wait.
-        """
-        limiter = self._shared
-        known = limiter.bucket_hash(self.route) is not None
-        verdict = super().update(status, headers, body)
-        if verdict is not None:
-            limiter.stats.rate_limited += 1
-            if not known:
-                limiter.stats.rate_limited_undiscovered += 1
-        if self._key is not None:
-            self._pending = limiter.learn_shared(self._key, self._seq, self.route, headers, verdict)
-        return verdict
-
-    async def settle(self) -> None:
-        """Wait until the last response has been written to Redis (never raises)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            # Shielded: a cancelled stream must still leave the shared state right.
-            await asyncio.shield(pending)
-
-
-class RedisRateLimiter(RateLimiter):
-    """``RateLimiter`` whose buckets and global meter live in Redis, shared by every process of one token.
-
-    Plugs into ``RestSink(..., limiter=...)`` unchanged. See the module docstring for the
-    algorithm and the fallback.
+    Plug it into the one limiter: ``RateLimiter(store=RedisStore(url))`` (what
+    ``make_limiter(url)`` builds). See the module docstring for the algorithm and the fallback.
 
     Args:
         url: Redis URL (``redis://127.0.0.1:6379/0``); ignored when ``client`` is given.
         namespace: Shared by every process of one bot token (see ``token_namespace``).
         process_id: Identifies this limiter among the live ones (default: host, pid and a random suffix).
         client: A ``redis.asyncio.Redis`` with ``decode_responses=True`` to use (not closed by ``aclose``).
-        clock: Monotonic seconds for the local state; defaults to the running loop's ``time``.
-        sleep: Awaitable sleep; defaults to ``asyncio.sleep``.
         global_limit: Requests per ``global_period`` for all processes together; ``None`` disables the meter.
         global_period: The meter's window in seconds.
-        max_invalid: Invalid responses tolerated in ``invalid_window`` (per process: the ban is per IP).
-        invalid_window: The rolling window of the invalid request count.
-        max_retry_after: A 429 asking for a longer wait raises ``RateLimitError`` instead.
-        sliding: Treat buckets as sliding windows (see ``rxcord.sinks.ratelimit``).
         redis_timeout: Deadline of each Redis call; slower counts as down.
-        max_connections: Size of the connection pool this limiter creates.
+        max_connections: Size of the connection pool this store creates.
         retry_interval: Seconds between attempts to reach Redis again while it is down.
         fallback_processes: Processes assumed to share the token when Redis is down (at least this
             many, more if Redis last reported more live limiters).
         state_ttl: Seconds an unused key lives in Redis.
     """
 
+    OPTIONS: Final = (
+        "namespace",
+        "process_id",
+        "client",
+        "global_limit",
+        "global_period",
+        "redis_timeout",
+        "max_connections",
+        "retry_interval",
+        "fallback_processes",
+        "state_ttl",
+    )
+    """The keyword arguments ``make_limiter`` hands to this store rather than to the limiter."""
+
     __slots__ = (
         "_client",
         "_down",
+        "_fallback",
         "_fallback_processes",
-        "_fallback_tat",
         "_horizon",
         "_interval",
+        "_limiter",
         "_owns_client",
         "_peers",
         "_period",
@@ -455,7 +368,6 @@ class RedisRateLimiter(RateLimiter):
         "_retry_at",
         "_retry_interval",
         "_scripts",
-        "_sliding_arg",
         "_tasks",
         "_ttl_ms",
         "stats",
@@ -468,33 +380,17 @@ class RedisRateLimiter(RateLimiter):
         namespace: str = "default",
         process_id: str | None = None,
         client: aioredis.Redis | None = None,
-        clock: Clock | None = None,
-        sleep: Sleep | None = None,
         global_limit: int | None = DEFAULT_GLOBAL_METER,
         global_period: float = 1.0,
-        max_invalid: int = 1000,
-        invalid_window: float = 600.0,
-        max_retry_after: float = 60.0,
-        sliding: bool = True,
         redis_timeout: float = 0.5,
         max_connections: int = 8,
         retry_interval: float = 1.0,
         fallback_processes: int = 1,
         state_ttl: float = 600.0,
     ) -> None:
-        # The base meter is replaced by the shared one and the fallback one (meter_delay/meter_take).
-        super().__init__(
-            clock=clock,
-            sleep=sleep,
-            global_limit=None,
-            max_invalid=max_invalid,
-            invalid_window=invalid_window,
-            max_retry_after=max_retry_after,
-            sliding=sliding,
-        )
         if client is None:
             if not url:
-                raise ValueError("RedisRateLimiter needs a Redis url or a client")
+                raise InputError("RedisStore needs a Redis url or a client")
             # A few connections shared by every stream: hundreds of streams starting at once
             # would otherwise each open one, and the connect storm alone looks like a slow Redis.
             pool = aioredis.BlockingConnectionPool.from_url(
@@ -513,11 +409,11 @@ class RedisRateLimiter(RateLimiter):
         else:
             self._owns_client = False
         self._client = client
+        self._limiter: RateLimiter | None = None
         self._prefix = f"rxcord:{{{namespace}}}"
         self._process_id = process_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._period = global_period
         self._interval = global_period / global_limit if global_limit else 0.0
-        self._sliding_arg = "1" if sliding else "0"
         self._redis_timeout = redis_timeout
         self._retry_interval = retry_interval
         self._fallback_processes = max(1, fallback_processes)
@@ -526,7 +422,8 @@ class RedisRateLimiter(RateLimiter):
         self._peers = 0
         self._down = False
         self._retry_at = -math.inf
-        self._fallback_tat = -math.inf
+        self._fallback = GlobalMeter(self._interval)
+        """The fallback meter: a share of the global limit, no burst (its interval is set on an outage)."""
         self._horizon = -math.inf
         """Local time of the latest send the shared meter reserved for this process."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -534,20 +431,13 @@ class RedisRateLimiter(RateLimiter):
 
     def __repr__(self) -> str:
         backend = "redis" if not self._down else "local fallback"
-        return f"<RedisRateLimiter {self._prefix} {backend} peers={self._peers}>"
+        return f"<RedisStore {self._prefix} {backend} peers={self._peers}>"
+
+    def bind(self, limiter: RateLimiter) -> None:
+        """Called once by the limiter that owns this store (its clock is the store's local clock)."""
+        self._limiter = limiter
 
     # -- public API -------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def acquire(self, route: Route) -> AsyncIterator[RedisSlot]:
-        """Hold the route's bucket for one request and its retries (FIFO within this process)."""
-        bucket = self._bucket_for(route)
-        async with bucket.lock:
-            slot = RedisSlot(self, route, bucket)
-            try:
-                yield slot
-            finally:
-                await slot.settle()
 
     @property
     def using_redis(self) -> bool:
@@ -568,7 +458,7 @@ class RedisRateLimiter(RateLimiter):
         """Reach Redis now and load the scripts (optional: the first request does it otherwise).
 
         Returns:
-            Whether Redis answered; if not, the limiter is on its fallback (logged) and keeps probing.
+            Whether Redis answered; if not, the store is on its fallback (logged) and keeps probing.
         """
         try:
             for script in self._scripts:
@@ -580,15 +470,45 @@ class RedisRateLimiter(RateLimiter):
         return True
 
     async def aclose(self) -> None:
-        """Finish background writes and close the Redis client if this limiter created it."""
+        """Finish background writes and close the Redis client if this store created it."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._owns_client:
             await self._client.aclose()
 
+    # -- BucketStore ----------------------------------------------------------
+
+    async def take(self, slot: Slot) -> Grant:
+        """Take through Redis, or through the conservative local meter while Redis is unreachable."""
+        grant = await self.take_shared(slot.route)
+        if grant is None:
+            admitted = await self._fallback.admit(slot)
+            if admitted:
+                self.stats.local_takes += 1
+            return Grant(taken=admitted)
+        if grant.taken:
+            self.stats.shared_takes += 1
+        return grant
+
+    def learn(
+        self, slot: Slot, headers: Mapping[str, str], retry_after: float | None, is_global: bool
+    ) -> asyncio.Task[None] | None:
+        """Count the 429s, and write the response's lessons to Redis in the background."""
+        if retry_after is not None:
+            self.stats.rate_limited += 1
+            if not slot.discovered:
+                self.stats.rate_limited_undiscovered += 1
+        grant = slot.grant
+        if grant.key is None:
+            return None  # taken locally: nothing to reconcile in Redis
+        sliding = self._limiter is None or (self._limiter.sliding and not slot.fixed_window)
+        return self.learn_shared(
+            grant.key, grant.seq, slot.route, headers, retry_after, is_global=is_global, sliding=sliding
+        )
+
     # -- the shared state ---------------------------------------------------
 
-    async def take(self, route: Route) -> Grant | None:
+    async def take_shared(self, route: Route) -> Grant | None:
         """Run the take script for ``route``; ``None`` when Redis is unavailable (use the fallback)."""
         if not self._may_try():
             return None
@@ -616,11 +536,19 @@ class RedisRateLimiter(RateLimiter):
         self._peers = int(reply[4])
         grant = Grant(taken=int(reply[0]) == 1, delay=float(reply[1]), key=str(reply[2]), seq=int(reply[3]))
         if grant.taken:
-            self._horizon = max(self._horizon, self.now() + grant.delay)
+            self._horizon = max(self._horizon, self._now() + grant.delay)
         return grant
 
     def learn_shared(
-        self, key: str, seq: int, route: Route, headers: Mapping[str, str], verdict: RateLimited | None
+        self,
+        key: str,
+        seq: int,
+        route: Route,
+        headers: Mapping[str, str],
+        retry_after: float | None = None,
+        *,
+        is_global: bool = False,
+        sliding: bool = True,
     ) -> asyncio.Task[None]:
         """Write one response's lessons to Redis in the background; the task never raises."""
         lowered = {str(name).lower(): str(value) for name, value in headers.items()}
@@ -628,7 +556,10 @@ class RedisRateLimiter(RateLimiter):
         try:
             limit = str(int(lowered["x-ratelimit-limit"]))
             remaining = str(int(lowered["x-ratelimit-remaining"]))
-            reset_after = repr(float(lowered["x-ratelimit-reset-after"]))
+            seconds = float(lowered["x-ratelimit-reset-after"])
+            if not math.isfinite(seconds) or seconds < 0:
+                raise ValueError(seconds)
+            reset_after = repr(min(seconds, MAX_BLOCK))
         except (KeyError, ValueError):
             limit, remaining, reset_after = "", "", ""
         args = [
@@ -641,9 +572,9 @@ class RedisRateLimiter(RateLimiter):
             limit,
             remaining,
             reset_after,
-            self._sliding_arg,
-            repr(verdict.retry_after) if verdict is not None else "",
-            "1" if verdict is not None and verdict.is_global else "0",
+            "1" if sliding else "0",
+            repr(min(retry_after, MAX_BLOCK)) if retry_after is not None else "",
+            "1" if retry_after is not None and is_global else "0",
         ]
         task = asyncio.get_running_loop().create_task(
             self._learn([key, self._key("routes"), self._key("global")], args)
@@ -660,11 +591,16 @@ class RedisRateLimiter(RateLimiter):
         except (RedisError, OSError, TimeoutError) as exc:
             self._went_down(exc)
 
+    def _now(self) -> float:
+        if self._limiter is not None:
+            return self._limiter.now()
+        return asyncio.get_running_loop().time()
+
     def _meter_floor(self) -> float:
         """Meter backlog the fallback left, carried into the shared meter (Redis may have restarted empty)."""
-        if self._fallback_tat == -math.inf:
+        if self._fallback.tat == -math.inf:
             return 0.0
-        return max(0.0, self._fallback_tat - self.now())
+        return max(0.0, self._fallback.tat - self._now())
 
     def _key(self, name: str) -> str:
         return f"{self._prefix}:{name}"
@@ -674,7 +610,7 @@ class RedisRateLimiter(RateLimiter):
     def _may_try(self) -> bool:
         if not self._down:
             return True
-        now = self.now()
+        now = self._now()
         if now < self._retry_at:
             return False
         # One probe at a time: the others keep to the fallback until it answers.
@@ -682,7 +618,7 @@ class RedisRateLimiter(RateLimiter):
         return True
 
     def _went_down(self, exc: BaseException) -> None:
-        now = self.now()
+        now = self._now()
         self._retry_at = now + self._retry_interval
         if self._down:
             return
@@ -690,12 +626,14 @@ class RedisRateLimiter(RateLimiter):
         self.stats.outages += 1
         processes = max(self._peers, self._fallback_processes)
         if self._interval:
-            # The first local token comes after every send the shared meter already reserved
-            # (those still go out), and without a burst: the others may just have spent the
-            # whole global budget.
+            # A share of the global limit per process, and the first local token only after every
+            # send the shared meter already reserved (those still go out), without a burst: the
+            # others may just have spent the whole global budget.
             interval = self._interval * processes
-            self._fallback_tat = max(
-                self._fallback_tat, now + self._period - interval, self._horizon + self._period
+            self._fallback.interval = interval
+            self._fallback.tolerance = max(0.0, self._period - interval)
+            self._fallback.tat = max(
+                self._fallback.tat, now + self._period - interval, self._horizon + self._period
             )
         rate = (self._period / self._interval / processes) if self._interval else math.inf
         _log.warning(
@@ -712,19 +650,3 @@ class RedisRateLimiter(RateLimiter):
         self._down = False
         self.stats.recoveries += 1
         _log.info("Redis reachable again: shared rate limits resumed")
-
-    # -- the local fallback meter (used by Slot.wait while Redis is down) ----
-
-    def meter_delay(self, now: float) -> float:
-        """Seconds until the fallback meter (a share of the global limit) has a token."""
-        if not self._interval:
-            return 0.0
-        interval = self._interval * max(self._peers, self._fallback_processes)
-        tat = max(self._fallback_tat, now)
-        return tat + interval - self._period - now
-
-    def meter_take(self, now: float) -> None:
-        """Spend one fallback meter token."""
-        if self._interval:
-            interval = self._interval * max(self._peers, self._fallback_processes)
-            self._fallback_tat = max(self._fallback_tat, now) + interval

@@ -1,4 +1,4 @@
-"""RedisRateLimiter on a real Redis server, against the Discord emulator on 127.0.0.1.
+"""The limiter with its state in Redis (RedisStore), on a real Redis server and the Discord emulator.
 
 Several limiters with their own Redis connections stand for several bot processes
 (and one test runs real processes): together they must never exceed a bucket or the
@@ -23,8 +23,8 @@ import redis.asyncio as aioredis
 from loguru import logger
 from rxcord.core.config import StreamContext
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
-from rxcord.sinks.ratelimit import RateLimiter, Route
-from rxcord.sinks.redis_ratelimit import RedisRateLimiter, make_limiter, token_namespace
+from rxcord.sinks.ratelimit import RateLimiter, Route, make_limiter
+from rxcord.sinks.redis_ratelimit import RedisStore, token_namespace
 from rxcord.sinks.rest import Backoff, RestSink
 
 from tests.redis_server import Restartable, redis_url, restartable_redis
@@ -35,6 +35,11 @@ TOKEN = "emulator-token"
 ROUTE_CREATE = "POST /channels/{channel_id}/messages"
 FAST = Backoff(base=0.01, cap=0.05, jitter=0.01)
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _store(limiter: RateLimiter) -> RedisStore:
+    assert isinstance(limiter.store, RedisStore)
+    return limiter.store
 
 
 def _namespace() -> str:
@@ -78,8 +83,7 @@ async def sinks_for() -> AsyncIterator[Any]:
     yield build
     for sink in made:
         await sink.aclose()
-        if isinstance(sink.limiter, RedisRateLimiter):
-            await sink.limiter.aclose()
+        await sink.limiter.aclose()
 
 
 async def test_redis_limiters_share_the_global_limit(redis_url: str, sinks_for: Any) -> None:
@@ -88,8 +92,7 @@ async def test_redis_limiters_share_the_global_limit(redis_url: str, sinks_for: 
     config = EmulatorConfig(global_limit=20, channel_limit=50, channel_window=1.0)
     async with DiscordEmulator(config) as emulator:
         limiters: list[RateLimiter] = [
-            RedisRateLimiter(redis_url, namespace=namespace, global_limit=18, redis_timeout=5.0)
-            for _ in range(4)
+            make_limiter(redis_url, namespace=namespace, global_limit=18, redis_timeout=5.0) for _ in range(4)
         ]
         sinks = sinks_for(emulator.base_url, limiters)
         plan = [(_channel(10 * i + j), f"p{i}s{j}", 5) for i in range(4) for j in range(2)]
@@ -101,8 +104,8 @@ async def test_redis_limiters_share_the_global_limit(redis_url: str, sinks_for: 
         # 40 requests at 18/s after a burst of 18: the shared meter paced them (four private
         # meters would each allow 18/s and finish at once, with 429s).
         assert elapsed >= (40 - 18) / 18 * 0.9
-        assert {lim.peers for lim in limiters if isinstance(lim, RedisRateLimiter)} == {4}
-        assert all(isinstance(lim, RedisRateLimiter) and lim.stats.local_takes == 0 for lim in limiters)
+        assert {_store(lim).peers for lim in limiters} == {4}
+        assert all(_store(lim).stats.local_takes == 0 for lim in limiters)
     client = aioredis.Redis.from_url(redis_url, decode_responses=True)
     keys = [key async for key in client.scan_iter(match=f"rxcord:{{{namespace}}}:*")]
     await client.aclose()
@@ -127,7 +130,7 @@ async def test_redis_limiters_share_a_bucket(redis_url: str, sinks_for: Any) -> 
     async with DiscordEmulator(config) as emulator:
         # A generous Redis timeout: a loaded CI machine must not trigger the (separately tested) fallback.
         limiters: list[RateLimiter] = [
-            RedisRateLimiter(redis_url, namespace=namespace, redis_timeout=5.0) for _ in range(4)
+            make_limiter(redis_url, namespace=namespace, redis_timeout=5.0) for _ in range(4)
         ]
         sinks = sinks_for(emulator.base_url, limiters)
         plan = [(_channel(1), f"p{i}", 5) for i in range(4)]
@@ -144,7 +147,7 @@ async def test_redis_429_blocks_every_process(redis_url: str, sinks_for: Any, sc
     async with DiscordEmulator(EmulatorConfig(fault_plan=[fault])) as emulator:
         first, second = sinks_for(
             emulator.base_url,
-            [RedisRateLimiter(redis_url, namespace=namespace, redis_timeout=5.0) for _ in range(2)],
+            [make_limiter(redis_url, namespace=namespace, redis_timeout=5.0) for _ in range(2)],
         )
         blocked = asyncio.ensure_future(_stream(first, _channel(1), "a", 1))
         while emulator.counters.rate_limited == 0:
@@ -169,9 +172,10 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
     try:
         config = EmulatorConfig(channel_limit=5, channel_window=0.5)
         async with DiscordEmulator(config) as emulator:
-            limiter = RedisRateLimiter(
+            limiter = make_limiter(
                 restartable_redis.url, namespace=_namespace(), redis_timeout=0.2, retry_interval=0.1
             )
+            store = _store(limiter)
             (sink,) = sinks_for(emulator.base_url, [limiter])
             plan = [(_channel(1), "a", 18), (_channel(2), "b", 18)]
             run = asyncio.ensure_future(asyncio.gather(*(_stream(sink, c, t, n) for c, t, n in plan)))
@@ -183,16 +187,16 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
 
             await delivered_at_least(8)
             await restartable_redis.kill()
-            shared_before_kill = limiter.stats.shared_takes
+            shared_before_kill = store.stats.shared_takes
             await delivered_at_least(16)
-            assert not limiter.using_redis
-            during = limiter.stats.local_takes
+            assert not store.using_redis
+            during = store.stats.local_takes
             assert during > 0
             await restartable_redis.restart()
             await run
-            assert limiter.using_redis
-            assert limiter.stats.outages == 1 and limiter.stats.recoveries == 1
-            assert limiter.stats.shared_takes > shared_before_kill  # back on the shared state
+            assert store.using_redis
+            assert store.stats.outages == 1 and store.stats.recoveries == 1
+            assert store.stats.shared_takes > shared_before_kill  # back on the shared state
             assert emulator.counters.rate_limited == 0
             _assert_delivered(emulator, plan)
     finally:
@@ -204,11 +208,12 @@ async def test_redis_down_mid_run_falls_back_and_recovers(
 
 async def test_redis_fallback_starts_after_the_reserved_sends(restartable_redis: Restartable) -> None:
     """Sends the shared meter reserved still go out, so the fallback meter issues nothing before them."""
-    limiter = RedisRateLimiter(restartable_redis.url, namespace=_namespace(), global_limit=10)
+    limiter = make_limiter(restartable_redis.url, namespace=_namespace(), global_limit=10)
+    store = _store(limiter)
     try:
         delay = 0.0
         for number in range(15):  # a burst of 10, then reservations up to 0.5 s ahead
-            grant = await limiter.take(Route("POST", "/x", (str(number),)))
+            grant = await store.take_shared(Route("POST", "/x", (str(number),)))
             assert grant is not None and grant.taken
             delay = grant.delay
         horizon = time.monotonic() + delay
@@ -216,7 +221,7 @@ async def test_redis_fallback_starts_after_the_reserved_sends(restartable_redis:
         await restartable_redis.kill()
         async with limiter.acquire(Route("POST", "/x", ("other",))) as slot:
             await slot.wait()
-        assert not limiter.using_redis and limiter.stats.local_takes == 1
+        assert not store.using_redis and store.stats.local_takes == 1
         assert time.monotonic() >= horizon
     finally:
         await limiter.aclose()
@@ -226,7 +231,8 @@ async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any
     """Redis paused (too slow to answer): messages keep flowing meanwhile; then the shared state is used."""
     config = EmulatorConfig(channel_limit=5, channel_window=0.5)
     async with DiscordEmulator(config) as emulator:
-        limiter = RedisRateLimiter(redis_url, namespace=_namespace(), redis_timeout=0.1, retry_interval=0.1)
+        limiter = make_limiter(redis_url, namespace=_namespace(), redis_timeout=0.1, retry_interval=0.1)
+        store = _store(limiter)
         (sink,) = sinks_for(emulator.base_url, [limiter])
         plan = [(_channel(1), "a", 12), (_channel(2), "b", 12)]
         run = asyncio.ensure_future(asyncio.gather(*(_stream(sink, c, t, n) for c, t, n in plan)))
@@ -237,14 +243,14 @@ async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any
         paused_at, pause_ends = len(emulator.all_messages()), time.monotonic() + 0.8
         await asyncio.sleep(0.6)
         assert len(emulator.all_messages()) > paused_at + 2  # streams went on while Redis stalled
-        assert not limiter.using_redis
+        assert not store.using_redis
         await run
         await admin.aclose()
         await asyncio.sleep(max(0.0, pause_ends - time.monotonic()) + 0.15)  # pause over, a probe due
-        shared_before = limiter.stats.shared_takes
+        shared_before = store.stats.shared_takes
         await _stream(sink, _channel(3), "c", 2)
-        assert limiter.using_redis and limiter.stats.shared_takes == shared_before + 2
-        assert limiter.stats.outages >= 1 and limiter.stats.recoveries >= 1
+        assert store.using_redis and store.stats.shared_takes == shared_before + 2
+        assert store.stats.outages >= 1 and store.stats.recoveries >= 1
         _assert_delivered(emulator, [*plan, (_channel(3), "c", 2)])
 
 
@@ -253,7 +259,7 @@ def test_redis_make_limiter_is_one_switch(redis_url: str) -> None:
     local = make_limiter(None)
     shared = make_limiter(redis_url, namespace=token_namespace("secret-token"), global_limit=40)
     assert type(local) is RateLimiter
-    assert isinstance(shared, RedisRateLimiter)
+    assert type(shared) is RateLimiter and isinstance(shared.store, RedisStore)
     assert "secret-token" not in repr(shared) and "secret" not in token_namespace("secret-token")
 
 
@@ -303,9 +309,7 @@ async def test_redis_processes_never_exceed_the_global_limit(redis_url: str) -> 
 
 async def _worker(spec: dict[str, Any]) -> None:
     """One bot process of the multi-process test: waits for "go", runs its streams, reports stats."""
-    limiter = RedisRateLimiter(
-        spec["redis_url"], namespace=spec["namespace"], global_limit=36, redis_timeout=5.0
-    )
+    limiter = make_limiter(spec["redis_url"], namespace=spec["namespace"], global_limit=36, redis_timeout=5.0)
     index = spec["index"]
     async with RestSink(spec["base_url"], TOKEN, limiter=limiter) as sink:
         print("ready", flush=True)
@@ -317,7 +321,8 @@ async def _worker(spec: dict[str, Any]) -> None:
             )
         )
     await limiter.aclose()
-    print(json.dumps({"shared_takes": limiter.stats.shared_takes, "peers": limiter.peers}), flush=True)
+    store = _store(limiter)
+    print(json.dumps({"shared_takes": store.stats.shared_takes, "peers": store.peers}), flush=True)
 
 
 if __name__ == "__main__":
@@ -334,20 +339,20 @@ def _headers(remaining: int, reset_after: float, limit: int = 5) -> dict[str, st
 
 async def test_redis_answers_out_of_take_order_leave_no_slot_counted_twice(redis_url: str) -> None:
     """Four takes in flight; the last one reaches Discord first: its answer still counts the other three."""
-    limiter = RedisRateLimiter(redis_url, namespace=_namespace(), global_limit=1000)
+    limiter = RedisStore(redis_url, namespace=_namespace(), global_limit=1000)
     route = Route("POST", "/channels/{channel_id}/messages", ("1",))
     try:
         # The bucket is known (limit 5, empty), then four processes take at once.
-        first = await limiter.take(route)
+        first = await limiter.take_shared(route)
         assert first is not None and first.taken
         await limiter.learn_shared(first.key, first.seq, route, _headers(4, 0.1), None)
-        grants = [await limiter.take(route) for _ in range(4)]
+        grants = [await limiter.take_shared(route) for _ in range(4)]
         assert all(grant is not None and grant.taken for grant in grants)
         last = grants[-1]
         assert last is not None
         # Discord saw the last take first (remaining 3 after it): three more are still on their way.
         await limiter.learn_shared(last.key, last.seq, route, _headers(3, 0.2), None)
-        after = await limiter.take(route)
+        after = await limiter.take_shared(route)
         assert after is not None and not after.taken and after.delay > 0
     finally:
         await limiter.aclose()
@@ -355,17 +360,17 @@ async def test_redis_answers_out_of_take_order_leave_no_slot_counted_twice(redis
 
 async def test_redis_a_bucket_refilled_without_an_answer_refills_once(redis_url: str) -> None:
     """After a window with no answer, the bucket allows one window's worth, not an endless refill."""
-    limiter = RedisRateLimiter(redis_url, namespace=_namespace(), global_limit=1000)
+    limiter = RedisStore(redis_url, namespace=_namespace(), global_limit=1000)
     route = Route("POST", "/channels/{channel_id}/messages", ("2",))
     try:
-        first = await limiter.take(route)
+        first = await limiter.take_shared(route)
         assert first is not None and first.taken
         # Empty now, full again 0.1 s later (a 5 / 0.1 s bucket).
         await limiter.learn_shared(first.key, first.seq, route, _headers(0, 0.1), None)
         await asyncio.sleep(0.15)
         taken = 0
         for _ in range(8):
-            grant = await limiter.take(route)
+            grant = await limiter.take_shared(route)
             assert grant is not None
             taken += grant.taken
         assert taken == 5
