@@ -256,3 +256,116 @@ def test_webhook_major_hides_the_token() -> None:
     assert major[0] == "123" and "secret-token" not in repr(major)
     assert major != webhook_major("123", "other-token")
     assert "secret-token" not in repr(Route("POST", "/webhooks/{webhook_id}/{webhook_token}", major))
+
+
+# -- Retry-After bound, body-less 429s, bans, fixed windows (issue 15) -------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), -3.0, True, "soon", None])
+async def test_unusable_retry_after_falls_back_to_the_header(value: Any) -> None:
+    """NaN, infinite, negative or non-numeric retry_after: the header's delay is used, no ValueError."""
+    time = FakeTime()
+    limiter = _limiter(time)
+    route = Route("POST", CREATE, ("1",))
+    verdict = await _send(limiter, route, 429, {"Retry-After": "2"}, {"retry_after": value, "global": False})
+    assert verdict == RateLimited(retry_after=2.0, is_global=False, scope=None)
+    await _send(limiter, route)
+    assert time.sleeps == [2.0]
+
+
+@pytest.mark.parametrize("header", ["nan", "inf", "-1", "", "Wed, 21 Oct 2015 07:28:00 GMT"])
+async def test_unusable_header_and_body_is_a_typed_ban(header: str) -> None:
+    """No usable delay anywhere: a RateLimitError (never a ValueError) and every route closed."""
+    time = FakeTime()
+    limiter = _limiter(time, ban_pause=120.0)
+    with pytest.raises(RateLimitError) as caught:
+        await _send(limiter, Route("POST", CREATE, ("1",)), 429, {"Retry-After": header}, None)
+    assert caught.value.is_global and caught.value.retry_after is None
+    assert limiter.global_paused_until == pytest.approx(220.0)
+
+
+async def test_absurd_retry_after_is_refused_and_keeps_the_bucket_closed() -> None:
+    """A 1e300 s delay fails at once, and the next send on that bucket fails too instead of sending."""
+    time = FakeTime()
+    limiter = _limiter(time, max_retry_after=10.0)
+    route = Route("POST", CREATE, ("1",))
+    body = {"retry_after": 1e300, "global": False}
+    with pytest.raises(RateLimitError):
+        await _send(limiter, route, 429, {"X-RateLimit-Scope": "user"}, body)
+    sent: list[int] = []
+    with pytest.raises(RateLimitError) as caught:
+        async with limiter.acquire(route) as slot:
+            await slot.wait()
+            sent.append(1)
+    assert sent == [] and time.sleeps == []
+    assert caught.value.retry_after is not None and caught.value.retry_after <= 3600.0
+    await _send(limiter, Route("POST", CREATE, ("2",)))  # other buckets are open
+    assert time.sleeps == []
+
+
+async def test_bodyless_429_backs_off_globally() -> None:
+    """A 429 without JSON (Cloudflare) pauses every route for its Retry-After: the next send waits."""
+    time = FakeTime()
+    limiter = _limiter(time)
+    verdict = await _send(limiter, Route("POST", CREATE, ("1",)), 429, {"Retry-After": "3"}, None)
+    assert verdict == RateLimited(retry_after=3.0, is_global=True, scope=None)
+    await _send(limiter, Route("POST", "/channels/{channel_id}/typing", ("7",)))
+    assert time.sleeps == [3.0]
+
+
+async def test_ban_refuses_the_next_send_without_sending() -> None:
+    """After a ban (429, no delay at all) later sends fail fast with RateLimitError; none leaves."""
+    time = FakeTime()
+    limiter = _limiter(time, ban_pause=300.0)
+    with pytest.raises(RateLimitError):
+        await _send(limiter, Route("POST", CREATE, ("1",)), 429, {}, {"code": 0, "message": "blocked"})
+    left: list[int] = []
+    for channel in ("1", "2"):
+        with pytest.raises(RateLimitError):
+            async with limiter.acquire(Route("POST", CREATE, (channel,))) as slot:
+                await slot.wait()
+                left.append(1)
+    assert left == [] and time.sleeps == []
+    time.now += 301.0
+    await _send(limiter, Route("POST", CREATE, ("1",)))
+    assert time.sleeps == []
+
+
+def _window(remaining: int, reset_after: float, reset_epoch: float, limit: int = 5) -> dict[str, str]:
+    return {**_headers(remaining, reset_after, limit=limit), "X-RateLimit-Reset": f"{reset_epoch:.3f}"}
+
+
+async def test_fixed_window_is_detected_from_a_constant_reset() -> None:
+    """Two answers of one window with the same X-RateLimit-Reset: a fixed window; remaining 0 waits it all."""
+    time = FakeTime()
+    limiter = _limiter(time)
+    route = Route("POST", CREATE, ("1",))
+    await _send(limiter, route, headers=_window(1, 5.0, 1_700_000_005.0))
+    await _send(limiter, route, headers=_window(0, 5.0, 1_700_000_005.0))
+    await _send(limiter, route)
+    assert time.sleeps == [5.0]
+
+
+async def test_sliding_window_is_kept_when_the_reset_moves_on() -> None:
+    """Each request moves the reset on by window/limit: a sliding window, one slot's wait."""
+    time = FakeTime()
+    limiter = _limiter(time)
+    route = Route("POST", CREATE, ("1",))
+    await _send(limiter, route, headers=_window(1, 4.0, 1_700_000_004.0))
+    await _send(limiter, route, headers=_window(0, 5.0, 1_700_000_005.0))
+    await _send(limiter, route)
+    assert time.sleeps == [1.0]
+
+
+async def test_a_429_where_a_slot_was_expected_means_a_fixed_window() -> None:
+    """The sliding guess earned a 429: the bucket is fixed from then on, so no second 429 per window."""
+    time = FakeTime()
+    limiter = _limiter(time)
+    route = Route("POST", CREATE, ("1",))
+    await _send(limiter, route, headers=_headers(0, 5.0))
+    await _send(limiter, route, headers=_headers(0, 4.0))  # slept 1.0 (sliding guess)
+    user = {**_headers(0, 3.0), "X-RateLimit-Scope": "user", "Retry-After": "3"}
+    await _send(limiter, route, 429, user, {"retry_after": 3.0, "global": False})
+    await _send(limiter, route, headers=_headers(0, 5.0))  # waits out the 429's block
+    await _send(limiter, route)
+    assert time.sleeps == [1.0, 0.8, 3.0, 5.0]
