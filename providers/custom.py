@@ -57,6 +57,8 @@ class CustomAdapter(ChatCompletionsAdapter):
     """
 
     wire: ClassVar[WireOptions] = WireOptions(provider="custom", default_base_url=None)
+    decision_protocols: ClassVar[tuple[str, ...]] = ("systemone", "openai")
+    """The Decision capability on custom endpoints: System One or OpenAI Decisions."""
     tool_names: frozenset[str] = frozenset()
     verbatim_tool_calling: bool = False
     think_opened_by_template: bool = False

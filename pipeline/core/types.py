@@ -156,6 +156,8 @@ class DeliveryMode(str, enum.Enum):
     """Live Streaming off: one batch at a tool call or the final flush."""
     LIVE = "live"
     """Live Streaming on: each segment as soon as a flush boundary (or an idle gap) allows."""
+    EDIT = "edit"
+    """Edit in place: one message sent, then edited as the text grows (``rxcord.sinks.edit_in_place``)."""
 
 
 class SegmentKind(str, enum.Enum):
@@ -169,6 +171,8 @@ class SegmentKind(str, enum.Enum):
     """A ``<details>`` block: goes to ``StreamResult.details_content``, never to Discord."""
     ERROR_EMBED = "error_embed"
     """The error embed for a non-retryable provider error."""
+    PREVIEW = "preview"
+    """Edit-in-place delivery: the text so far, for an intermediate edit (never collected)."""
 
 
 @attrs.frozen

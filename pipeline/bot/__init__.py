@@ -1,0 +1,6 @@
+"""``rxcord bot``: a ready-to-run Discord bot on discord.py, built on rxcord's public API.
+
+``rxcord bot --config bot.toml`` (install ``rxcord[bot]``). The configuration file is described
+in ``rxcord.bot.config`` and ``example.toml`` (shipped with the package); the bot itself in
+``rxcord.bot.app``; the conversation context it sends the model in ``rxcord.bot.history``.
+"""

@@ -1,0 +1,356 @@
+"""The bot's configuration file (TOML): schema, loading and errors that name the key and its line.
+
+Secrets never live in the file: API keys, the bot token and the persona webhook URL are named
+by the environment variable that holds them. Unknown keys are errors, like bad values; the
+error names the key (``provider.model``) and the line it is on, so ``rxcord bot`` can print
+one clear message and exit with status 2.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "BotConfig",
+    "ConfigError",
+    "ContextLimits",
+    "DeliverySection",
+    "DiscordSection",
+    "Permissions",
+    "PersonaSection",
+    "PromptSection",
+    "ProviderSection",
+    "load_config",
+    "parse_config",
+)
+
+import re
+import string
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from rxcord import DeliveryMode, InputError
+
+PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
+PLACEHOLDERS: Final = frozenset(
+    {"date", "time", "bot_name", "user_name", "user_names", "channel_name", "model"}
+)
+"""What the system prompt may use, as ``{date}``; ``{{`` and ``}}`` are literal braces."""
+
+
+class ConfigError(InputError):
+    """The configuration file cannot be used; the message names the key and its line."""
+
+
+class _FieldError(ValueError):
+    """A validator's complaint about one attribute (its name completes the error's path)."""
+
+    def __init__(self, attribute: attrs.Attribute[Any], message: str) -> None:
+        super().__init__(message)
+        self.field = attribute.name
+
+
+def _positive(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value <= 0:
+        raise _FieldError(attribute, f"must be a positive integer, got {value}")
+
+
+def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 0:
+        raise _FieldError(attribute, f"must be zero or more, got {value}")
+
+
+def _env_name(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        # The value is not echoed: it may be the secret itself.
+        raise _FieldError(
+            attribute, "must be the NAME of an environment variable (secrets never go in the file)"
+        )
+
+
+def _env_names(_: Any, attribute: attrs.Attribute[Any], value: Sequence[str]) -> None:
+    for name in value:
+        _env_name(_, attribute, name)
+
+
+def _ids(_: Any, attribute: attrs.Attribute[Any], value: Sequence[str]) -> None:
+    for item in value:
+        if not re.fullmatch(r"\d{1,20}", item):
+            raise _FieldError(attribute, f"must be Discord ids (digits, as strings), got {item!r}")
+
+
+def _template(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
+    except ValueError as exc:
+        message = f"is not a valid template ({exc}); write {{{{ and }}}} for literal braces"
+        raise _FieldError(attribute, message) from None
+    unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
+    if unknown:
+        raise _FieldError(
+            attribute,
+            f"uses unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}; "
+            f"known: {', '.join('{' + p + '}' for p in sorted(PLACEHOLDERS))}",
+        )
+
+
+def _provider_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if value not in PROVIDERS:
+        raise _FieldError(attribute, f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ProviderSection:
+    """``[provider]``: who answers."""
+
+    name: str = attrs.field(validator=_provider_name)
+    model: str
+    fallback_models: tuple[str, ...] = ()
+    """Tried in order after every key of the model before failed (retryable errors only)."""
+    api_key_env: tuple[str, ...] = attrs.field(default=(), validator=_env_names)
+    """Environment variables holding the API keys, in fallback order (default: the provider's usual one)."""
+    base_url: str | None = None
+    vision: bool = False
+    """The model reads images: image attachments are sent to it."""
+    allow_private_network: bool = False
+    """Allow a provider on 127.0.0.1 or a private network (a local model, the offline demo)."""
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DiscordSection:
+    """``[discord]``: how the bot reaches Discord."""
+
+    token_env: str = attrs.field(default="DISCORD_BOT_TOKEN", validator=_env_name)
+    base_url: str = "https://discord.com/api/v10"
+    """The REST API base; the emulator's (``rxcord emulator`` prints it) to run offline."""
+
+
+@attrs.frozen(kw_only=True)
+class PromptSection:
+    """``[prompt]``: the system prompt, with placeholders filled per message."""
+
+    system: str = attrs.field(
+        default="You are {bot_name}, a helpful assistant in a Discord chat. Today is {date}.",
+        validator=_template,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeliverySection:
+    """``[delivery]``: how answers reach Discord."""
+
+    mode: DeliveryMode = DeliveryMode.EDIT
+
+
+@attrs.frozen(kw_only=True)
+class PersonaSection:
+    """``[persona]``: answer through a webhook with a name and an avatar (optional)."""
+
+    webhook_url_env: str = attrs.field(validator=_env_name)
+    """The environment variable holding the webhook URL (it contains the webhook's token)."""
+    username: str | None = None
+    avatar_url: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Permissions:
+    """``[permissions]``: who may talk to the bot, and where. Blocks win over allows."""
+
+    allow_dms: bool = False
+    allowed_users: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    """When not empty, only these users get answers."""
+    blocked_users: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    allowed_roles: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    """When not empty, only members with one of these roles get answers (in servers)."""
+    blocked_roles: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    allowed_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    """When not empty, the bot answers only in these channels (and their threads)."""
+    blocked_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    respond_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    """Channels where every message gets an answer, without a mention."""
+
+
+@attrs.frozen(kw_only=True)
+class ContextLimits:
+    """``[context]``: how much conversation goes to the model."""
+
+    max_messages: int = attrs.field(default=25, validator=_positive)
+    max_chars: int = attrs.field(default=40_000, validator=_positive)
+    max_images: int = attrs.field(default=4, validator=_non_negative)
+    max_attachment_chars: int = attrs.field(default=20_000, validator=_non_negative)
+    """Per text attachment; longer ones are cut, with a note."""
+
+
+@attrs.frozen(kw_only=True)
+class BotConfig:
+    """The whole file."""
+
+    provider: ProviderSection
+    discord: DiscordSection = DiscordSection()
+    prompt: PromptSection = PromptSection()
+    delivery: DeliverySection = DeliverySection()
+    persona: PersonaSection | None = None
+    permissions: Permissions = Permissions()
+    context: ContextLimits = ContextLimits()
+
+
+def _converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+
+    def strings(value: Any, _: Any) -> tuple[str, ...]:
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise ValueError("must be a list of strings")
+        out = []
+        for item in value:
+            # A Discord id written without quotes is taken as its digits.
+            text = str(item) if isinstance(item, int) and not isinstance(item, bool) else item
+            if not isinstance(text, str):
+                raise ValueError(f"must be a list of strings, found {item!r}")
+            out.append(text)
+        return tuple(out)
+
+    def exact(kind: type[Any]) -> Any:
+        def check(value: Any, _: Any) -> Any:
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                return float(value)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"must be a {kind.__name__}, got {value!r}")
+            return value
+
+        return check
+
+    def mode(value: Any, _: Any) -> DeliveryMode:
+        try:
+            return DeliveryMode(value)
+        except ValueError:
+            raise ValueError(
+                f"must be one of {', '.join(m.value for m in DeliveryMode)}, got {value!r}"
+            ) from None
+
+    converter.register_structure_hook_func(lambda t: t == tuple[str, ...], strings)
+    for kind in (str, int, float, bool):
+        converter.register_structure_hook(kind, exact(kind))
+    converter.register_structure_hook(DeliveryMode, mode)
+    return converter
+
+
+_CONVERTER: Final = _converter()
+
+
+def load_config(path: str | Path) -> BotConfig:
+    """Read and check the file at *path* (``ConfigError`` names the key and line of any problem)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the config file ({exc.strerror or exc})") from None
+    return parse_config(text, source=str(file))
+
+
+def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
+    """Parse TOML *text* into a ``BotConfig``."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    unknown = _first_unknown(raw, BotConfig, ())
+    if unknown is not None:
+        raise ConfigError(_where(source, text, unknown, "unknown key"))
+    try:
+        return _CONVERTER.structure(raw, BotConfig)
+    except (ClassValidationError, IterableValidationError) as exc:
+        path, message = _first_error(exc, ())
+        raise ConfigError(_where(source, text, path, message)) from None
+
+
+def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: tuple[str, ...]) -> tuple[str, ...] | None:
+    fields = {field.name: field for field in attrs.fields(cls)}
+    for key, value in raw.items():
+        if key not in fields:
+            return (*path, key)
+        sub = _attrs_class(fields[key].type)
+        if sub is not None and isinstance(value, Mapping):
+            found = _first_unknown(value, sub, (*path, key))
+            if found is not None:
+                return found
+    missing = [name for name, field in fields.items() if field.default is attrs.NOTHING and name not in raw]
+    if missing:
+        return None  # reported by cattrs with its path
+    return None
+
+
+def _attrs_class(annotation: Any) -> type[Any] | None:
+    names = {
+        "ProviderSection": ProviderSection,
+        "DiscordSection": DiscordSection,
+        "PromptSection": PromptSection,
+        "DeliverySection": DeliverySection,
+        "PersonaSection": PersonaSection,
+        "Permissions": Permissions,
+        "ContextLimits": ContextLimits,
+    }
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return names.get(text.split(" | ")[0].strip())
+
+
+def _first_error(exc: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """The path and message of the first leaf error in a cattrs exception tree."""
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        for sub in exc.exceptions:
+            note = _note_name(sub)
+            return _first_error(sub, (*path, note) if note else path)
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return (*path, sorted(exc.extra_fields)[0]), "unknown key"
+    if isinstance(exc, _FieldError):
+        return (*path, exc.field), str(exc)
+    if isinstance(exc, KeyError):
+        return path, "is required"
+    if isinstance(exc, ValueError | TypeError):
+        return path, str(exc)
+    return path, f"{type(exc).__name__}: {exc}"
+
+
+def _note_name(exc: BaseException) -> str | None:
+    for note in getattr(exc, "__notes__", ()):
+        name = getattr(note, "name", None)
+        if isinstance(name, str):
+            return name
+        index = getattr(note, "index", None)
+        if isinstance(index, int):
+            return None  # list items: the error points at the list's line
+    return None
+
+
+def _where(source: str, text: str, path: tuple[str, ...], message: str) -> str:
+    key = ".".join(path)
+    line = _line_of(text, path)
+    at = f"{source}:{line}" if line else source
+    return f"{at}: {key}: {message}"
+
+
+def _line_of(text: str, path: tuple[str, ...]) -> int | None:
+    """The line where *path* is set (``[table]`` headers and ``key =`` lines), best effort."""
+    table: tuple[str, ...] = ()
+    header_line: dict[tuple[str, ...], int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[\s*([A-Za-z0-9_.\- ]+?)\s*\]\s*(#.*)?", stripped)
+        if header:
+            table = tuple(part.strip() for part in header.group(1).split("."))
+            header_line.setdefault(table, number)
+            continue
+        match = re.match(r"([A-Za-z0-9_.\-\"' ]+?)\s*=", stripped)
+        if match:
+            keys = tuple(part.strip().strip("\"'") for part in match.group(1).split("."))
+            if (*table, *keys) == path:
+                return number
+    while path:
+        if path in header_line:
+            return header_line[path]
+        path = path[:-1]
+    return None
