@@ -58,6 +58,8 @@ class OpenRouterAdapter(ChatCompletionsAdapter):
         reasoning_style="openrouter",
         hold_for_usage=True,
     )
+    decision_protocols: ClassVar[tuple[str, ...]] = ("openrouter",)
+    """The Decision capability: native ``/api/alpha/decisions`` (``rxcord.providers.decisions``)."""
     site_url: str | None = None
     app_name: str | None = None
     policy: DegradationPolicy = OPENROUTER_POLICY

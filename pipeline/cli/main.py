@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let a custom endpoint reach loopback and private addresses (a local model server)",
     )
+    from rxcord.cli.decide import add_decide_parser
+
+    add_decide_parser(commands)
     return parser
 
 
@@ -126,6 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from rxcord.cli.chat import chat_command
 
             asyncio.run(chat_command(args, _say))
+        elif args.command == "decide":
+            from rxcord.cli.decide import run_decide
+
+            run_decide(args)
     except (InputError, MissingCredentialError) as exc:
         sys.stderr.write(f"rxcord: {exc}\n")
         return 2

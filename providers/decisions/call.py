@@ -1,0 +1,701 @@
+"""``call_decisions``: one decision request, from the persisted reference to a typed result.
+
+Order of work: recheck the reference (``unavailable``), validate the questions,
+the evidence and the serialized size (``invalid-input``), then the one-shot
+POST. The POST runs in its own task, raced against the caller's ``cancel``
+signal and the call timeout (``DecisionConfig.timeout``):
+
+* cancelled before the body was decoded: the task is cancelled, nothing is
+  reported, the result is ``cancelled``;
+* the body decoded: validated usage goes to ``on_usage`` (and to the
+  request-bound recorder of ``rxcord.providers.usage``) once, *before* the
+  answers are judged, so a malformed verdict or a cancellation that lands
+  now still reports the spend;
+* the deadline passed: the result is ``failed`` (``timeout``) at once, while
+  the request may still settle for ``late_grace`` seconds; if it does, its
+  usage is recorded once and its verdict ignored (``settle_late`` waits).
+
+Custom endpoints (and a native base URL other than OpenRouter's own) go
+through the SSRF guard and a pinned resolver on every call; redirects are
+never followed; the body is bounded to 1 MiB. Request holds and the usage
+context apply through ``fetch_with_provider_request``; an admission denial
+(raised by the hook, or translated from the HTTP failure by the registered
+denial translator) is ``denied``, not an operational failure.
+
+Logs: one INFO trace per call (protocol, registration and endpoint ids,
+correlation, counts, elapsed time, outcome, usage and cost), never evidence,
+question text, labels, bodies, credentials or URLs. Authentication,
+availability, throttling, network, timeout and upstream failures emit the
+``decision_failure`` metric and a warning; malformed requests and responses
+are errors. ``failed.error_logged`` is true: callers must not log it again.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "CancelSignal",
+    "DecisionConfig",
+    "Decisions",
+    "MetricHook",
+    "UsageCallback",
+    "call_decisions",
+    "register_decision_metric",
+)
+
+import asyncio
+import contextlib
+import json
+import math
+import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Protocol
+from urllib.parse import urlsplit
+
+import aiohttp
+import attrs
+from loguru import logger
+from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.types import ErrorType, ProviderError, Usage
+from rxcord.providers.decisions.codec import Codec
+from rxcord.providers.decisions.fetch import (
+    OneShotRequest,
+    ResponseTooLarge,
+    aiohttp_send,
+    fetch_with_provider_request,
+)
+from rxcord.providers.decisions.selection import (
+    DecisionDirectory,
+    DecisionModelOption,
+    ResolvedDecision,
+    load_decision_models,
+    resolve_reference,
+)
+from rxcord.providers.decisions.types import (
+    Answer,
+    DecisionCancelled,
+    DecisionCompleted,
+    DecisionDenied,
+    DecisionFailed,
+    DecisionInvalidInput,
+    DecisionLimit,
+    DecisionProtocol,
+    DecisionReference,
+    DecisionRefused,
+    DecisionResult,
+    DecisionUnavailable,
+    FailureCategory,
+    PredicateAnswer,
+    Question,
+)
+from rxcord.providers.decisions.validate import (
+    DecisionInputError,
+    DecisionValidationError,
+    TruncationReport,
+    check_request_size,
+    parse_questions,
+    strict_json,
+    validate_evidence,
+)
+from rxcord.providers.decisions.wire_openai import OpenAICodec
+from rxcord.providers.decisions.wire_openrouter import OPENROUTER_DECISIONS_ORIGIN, OpenRouterCodec
+from rxcord.providers.decisions.wire_systemone import SystemOneCodec
+from rxcord.providers.errors import classify_exception, classify_http_error
+from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_context, find_denial
+from rxcord.providers.ssrf import SsrfGuard
+from rxcord.providers.usage import report_usage
+
+_log = logger.bind(stage="decisions")
+
+CODECS: Final[Mapping[DecisionProtocol, Codec]] = {
+    DecisionProtocol.OPENROUTER: OpenRouterCodec(),
+    DecisionProtocol.SYSTEMONE: SystemOneCodec(),
+    DecisionProtocol.OPENAI: OpenAICodec(),
+}
+_LIMIT_SOURCE_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+UsageCallback = Callable[[Usage], None]
+MetricHook = Callable[[str, Mapping[str, str]], None]
+"""``(name, labels)``: one metric sample (``decision_failure`` with ``protocol`` and ``category``)."""
+
+
+class CancelSignal(Protocol):
+    """The caller's cancellation: ``asyncio.Event`` is one."""
+
+    def is_set(self) -> bool:
+        """Whether cancellation was asked for."""
+        ...
+
+    async def wait(self) -> Any:
+        """Return once cancellation is asked for."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class DecisionConfig:
+    """Limits of a decision call."""
+
+    timeout: float = 60.0
+    """Seconds for the whole call (the stream call-timeout policy), composed with ``cancel``."""
+    connect_timeout: float = 10.0
+    max_response_bytes: int = 1024 * 1024
+    """Bound on a response body (1 MiB)."""
+    late_grace: float = 60.0
+    """Seconds a request may still settle after its deadline (its usage is recorded, its verdict not)."""
+    allow_private_network: bool = False
+    """The SSRF guard's opt-out (the CLI's ``--allow-loopback``): let a guarded endpoint reach
+    loopback, private and shared addresses (tests, local servers)."""
+    ssrf_guard: SsrfGuard = SsrfGuard()
+    """The guard of custom endpoints (inject one with a fake resolver in tests)."""
+
+
+_metric_hooks: list[MetricHook] = []
+
+
+def register_decision_metric(hook: MetricHook) -> Callable[[], None]:
+    """Register a metric hook; the returned disposer removes it (once)."""
+    _metric_hooks.append(hook)
+
+    def dispose() -> None:
+        with contextlib.suppress(ValueError):
+            _metric_hooks.remove(hook)
+
+    return dispose
+
+
+def _metric(name: str, labels: Mapping[str, str]) -> None:
+    for hook in list(_metric_hooks):
+        try:
+            hook(name, labels)
+        except Exception as exc:
+            _log.opt(exception=exc).warning("decision metric hook failed")
+
+
+# ---- what the exchange task comes back with -------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _Decoded:
+    document: Mapping[str, Any] = attrs.field(repr=False)
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    usage: Usage | None
+    usage_error: DecisionValidationError | None = None
+    truncation: TruncationReport | None = None
+
+
+@attrs.frozen(kw_only=True)
+class _HttpFailure:
+    status: int
+    body: object = attrs.field(repr=False)
+    headers: Mapping[str, str] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class _Broken:
+    """The exchange failed before a verdict: the result to return and what to log."""
+
+    category: FailureCategory
+    reason: str
+    detail: str = ""
+    retryable: bool = False
+
+
+_Outcome = _Decoded | _HttpFailure | _Broken | ProviderRequestDeniedError
+
+
+@attrs.define
+class _Call:
+    """One call's fixed facts (for the task and the log lines)."""
+
+    option: DecisionModelOption
+    codec: Codec
+    request: OneShotRequest
+    questions: tuple[Question, ...]
+    correlation: str
+    on_usage: UsageCallback | None
+    started: float
+    reported: bool = False
+
+    def labels(self) -> dict[str, object]:
+        return {
+            "protocol": self.codec.protocol.value,
+            "correlation": self.correlation,
+            "registration": self.option.registration_id,
+            "endpoint": self.option.custom_endpoint_id,
+            "questions": len(self.questions),
+        }
+
+    def report(self, usage: Usage) -> None:
+        """Send validated usage to the recorders, once per call."""
+        if self.reported:
+            return
+        self.reported = True
+        report_usage(usage)
+        if self.on_usage is not None:
+            try:
+                self.on_usage(usage)
+            except Exception as exc:
+                _log.opt(exception=exc).warning("decision usage callback failed; the call continues")
+
+
+def _guarded(option: DecisionModelOption) -> bool:
+    if option.is_custom:
+        return True
+    parts = urlsplit(option.base_url)
+    return f"{parts.scheme}://{parts.netloc}".lower() != OPENROUTER_DECISIONS_ORIGIN
+
+
+class Decisions:
+    """The Decision capability over an application's ``DecisionDirectory``.
+
+    Args:
+        directory: The application's callbacks (options, entitlement, ownership, credentials...).
+        config: Limits; ``DecisionConfig()`` by default.
+        session: An aiohttp session for unguarded (native OpenRouter) calls; guarded calls
+            always use their own session with a pinned resolver; one is made per call when omitted.
+    """
+
+    def __init__(
+        self,
+        directory: DecisionDirectory,
+        *,
+        config: DecisionConfig | None = None,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.directory = directory
+        self.config = config or DecisionConfig()
+        self.session = session
+        self._late: set[asyncio.Task[_Outcome]] = set()
+
+    async def load_models(self, scope: object) -> tuple[DecisionModelOption, ...]:
+        """The decision models *scope* may select (available and admitted by ``validate_model``)."""
+        return await load_decision_models(self.directory, scope)
+
+    async def settle_late(self) -> None:
+        """Wait for requests still settling after their deadline (at most ``late_grace`` each)."""
+        while self._late:
+            await asyncio.gather(*list(self._late), return_exceptions=True)
+
+    async def call_decisions(  # noqa: PLR0917 (the issue's signature)
+        self,
+        scope: object,
+        reference: DecisionReference | None,
+        evidence: str,
+        questions: Iterable[Question | Mapping[str, Any]],
+        cancel: CancelSignal | None = None,
+        on_usage: UsageCallback | None = None,
+    ) -> DecisionResult:
+        """Ask the selected decision model *questions* about *evidence*.
+
+        Args:
+            scope: The application's scope object (passed to the directory's callbacks).
+            reference: The persisted selection; ``None`` gives ``unavailable`` (``not-selected``).
+            evidence: The text to judge (never truncated, never logged).
+            questions: ``Question`` s or ``{"type": "predicate", "id", "instructions"}`` mappings.
+            cancel: The caller's cancellation (an ``asyncio.Event``, say).
+            on_usage: Receives validated usage once, before the answers are judged.
+
+        Returns:
+            One result per kind (see ``rxcord.providers.decisions.types``); never raises for a
+            provider failure.
+        """
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        correlation = secrets.token_hex(6)
+        resolved = await resolve_reference(self.directory, scope, reference)
+        if isinstance(resolved, DecisionUnavailable):
+            result: DecisionResult = attrs.evolve(resolved, correlation=correlation)
+            self._trace(result, protocol=None, started=started, count=None)
+            return result
+        option = resolved.option
+        codec = CODECS[option.protocol]
+        try:
+            checked = parse_questions(questions)
+            text = validate_evidence(evidence)
+            parsed = codec.build_body(option.model_id, text, checked)
+            body = json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            check_request_size(body, option.max_input_tokens)
+        except DecisionInputError as exc:
+            result = DecisionInvalidInput(
+                reason=exc.reason, question_index=exc.index, correlation=correlation
+            )
+            self._trace(result, protocol=option.protocol, started=started, count=None)
+            return result
+        call = _Call(
+            option=option,
+            codec=codec,
+            request=_request(codec, option, resolved, body, parsed),
+            questions=checked,
+            correlation=correlation,
+            on_usage=on_usage,
+            started=started,
+        )
+        if cancel is not None and cancel.is_set():
+            return self._finish(call, DecisionCancelled(correlation=correlation))
+        outcome = await self._race(call, cancel)
+        if outcome is None:
+            return self._finish(call, DecisionCancelled(correlation=correlation))
+        if isinstance(outcome, _Broken) and outcome.reason == "deadline":
+            return self._fail(
+                call, _Broken(category=FailureCategory.TIMEOUT, reason="timeout", retryable=True)
+            )
+        result = self._judge(call, outcome)
+        if cancel is not None and cancel.is_set() and not isinstance(result, DecisionDenied):
+            # Cancelled after decoding: the spend was reported, the verdict is not returned.
+            return self._finish(call, DecisionCancelled(correlation=correlation))
+        return result
+
+    # ---- the race ---------------------------------------------------------------------------
+
+    async def _race(self, call: _Call, cancel: CancelSignal | None) -> _Outcome | None:
+        """The exchange's outcome; ``None`` when cancelled first; a ``deadline`` break on timeout."""
+        task: asyncio.Task[_Outcome] = asyncio.ensure_future(self._exchange(call))
+        waiter: asyncio.Future[Any] | None = (
+            asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        )
+        pending: set[asyncio.Future[Any]] = {task} if waiter is None else {task, waiter}
+        try:
+            done, _ = await asyncio.wait(
+                pending, timeout=self.config.timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            if waiter is not None:
+                waiter.cancel()
+        if task in done:
+            return task.result()
+        if waiter is not None and waiter in done:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return None
+        self._keep_late(call, task)
+        return _Broken(category=FailureCategory.TIMEOUT, reason="deadline")
+
+    def _keep_late(self, call: _Call, task: asyncio.Task[_Outcome]) -> None:
+        loop = asyncio.get_running_loop()
+        handle = loop.call_later(self.config.late_grace, task.cancel)
+        self._late.add(task)
+
+        def settled(done: asyncio.Task[_Outcome]) -> None:
+            handle.cancel()
+            self._late.discard(done)
+            usage_known = call.reported
+            if done.cancelled():
+                _log.info("decision late response abandoned {labels}", labels=call.labels())
+                return
+            _log.info(
+                "decision late response settled after its deadline; verdict ignored "
+                "(usage recorded: {usage_known}) {labels}",
+                usage_known=usage_known,
+                labels=call.labels(),
+            )
+
+        task.add_done_callback(settled)
+
+    async def _exchange(self, call: _Call) -> _Outcome:
+        """The POST and the decoding of its body (usage reported here, once)."""
+        option = call.option
+        cfg = self.config
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                session = await self._session(stack, option)
+                send = aiohttp_send(session, connect_timeout=cfg.connect_timeout)
+                response = await stack.enter_async_context(
+                    fetch_with_provider_request(
+                        option.provider.partition(":")[0],
+                        call.request,
+                        send,
+                        max_bytes=cfg.max_response_bytes,
+                    )
+                )
+                status = response.status
+                headers = dict(response.headers)
+                if 300 <= status < 400:
+                    return _Broken(
+                        category=FailureCategory.UPSTREAM, reason="redirect-refused", detail=f"HTTP {status}"
+                    )
+                try:
+                    raw = await response.read(cfg.max_response_bytes)
+                except ResponseTooLarge:
+                    if status >= 400:
+                        return _HttpFailure(status=status, body=None, headers=headers)
+                    return _Broken(category=FailureCategory.MALFORMED_RESPONSE, reason="oversized-response")
+        except ProviderRequestDeniedError as denial:
+            return denial
+        except SsrfRefusedError as exc:
+            return _Broken(category=FailureCategory.NETWORK, reason="endpoint-refused", detail=exc.why)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            error = classify_exception(exc, provider=call.codec.protocol.value)
+            if error.type is ErrorType.TIMEOUT:
+                return _Broken(
+                    category=FailureCategory.TIMEOUT, reason="timeout", detail=error.message, retryable=True
+                )
+            return _Broken(
+                category=FailureCategory.NETWORK, reason="network", detail=error.message, retryable=True
+            )
+        if status >= 400:
+            return _HttpFailure(status=status, body=_lenient_json(raw), headers=headers)
+        try:
+            document = strict_json(raw)
+        except DecisionValidationError as exc:
+            return _Broken(category=FailureCategory.MALFORMED_RESPONSE, reason=exc.reason, detail=exc.detail)
+        if not isinstance(document, Mapping):
+            return _Broken(
+                category=FailureCategory.MALFORMED_RESPONSE, reason="invalid-json", detail="not an object"
+            )
+        try:
+            usage, truncation = call.codec.read_usage(document)
+        except DecisionValidationError as exc:
+            return _Decoded(document=document, headers=headers, usage=None, usage_error=exc)
+        if usage is not None:
+            call.report(usage)
+        return _Decoded(document=document, headers=headers, usage=usage, truncation=truncation)
+
+    async def _session(
+        self, stack: contextlib.AsyncExitStack, option: DecisionModelOption
+    ) -> aiohttp.ClientSession:
+        parts = urlsplit(option.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SsrfRefusedError(host=parts.hostname or "-", address="-", why="not an http(s) URL")
+        if not _guarded(option):
+            if self.session is not None:
+                return self.session
+            return await stack.enter_async_context(aiohttp.ClientSession())
+        connector = await self.config.ssrf_guard.connector(
+            option.base_url, allow_private_network=self.config.allow_private_network
+        )  # raises before any connection exists
+        return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
+
+    # ---- results ----------------------------------------------------------------------------
+
+    def _judge(self, call: _Call, outcome: _Outcome) -> DecisionResult:
+        if isinstance(outcome, ProviderRequestDeniedError):
+            return self._finish(call, DecisionDenied(denial=outcome, correlation=call.correlation))
+        if isinstance(outcome, _Broken):
+            return self._fail(call, outcome)
+        if isinstance(outcome, _HttpFailure):
+            return self._http_failure(call, outcome)
+        if outcome.usage_error is not None:
+            error = outcome.usage_error
+            return self._fail(
+                call,
+                _Broken(
+                    category=FailureCategory.MALFORMED_RESPONSE, reason=error.reason, detail=error.detail
+                ),
+            )
+        if outcome.truncation is not None and outcome.truncation.cut:
+            return self._fail(
+                call,
+                _Broken(
+                    category=FailureCategory.MALFORMED_RESPONSE,
+                    reason="evidence-truncated",
+                    detail="the provider reported cutting the evidence",
+                ),
+            )
+        try:
+            verdict = call.codec.read_verdict(call.questions, outcome.document, outcome.headers)
+        except DecisionValidationError as exc:
+            return self._fail(
+                call,
+                _Broken(category=FailureCategory.MALFORMED_RESPONSE, reason=exc.reason, detail=exc.detail),
+            )
+        return self._finish(
+            call, _answered(verdict.answers, verdict.model, outcome.usage, verdict.provider_request_id, call)
+        )
+
+    def _http_failure(self, call: _Call, failure: _HttpFailure) -> DecisionResult:
+        error = classify_http_error(
+            failure.status, failure.body, provider=call.codec.protocol.value, headers=failure.headers
+        )
+        denial = find_denial(error, current_usage_context())
+        if denial is not None:
+            return self._finish(call, DecisionDenied(denial=denial, correlation=call.correlation))
+        category = _category(failure.status, error)
+        broken = _Broken(
+            category=category,
+            reason="http-error",
+            detail=f"HTTP {failure.status}: {error.message[:300]}",
+            retryable=error.retryable,
+        )
+        return self._fail(call, broken, limit=_limit(failure.body))
+
+    def _fail(self, call: _Call, broken: _Broken, *, limit: DecisionLimit | None = None) -> DecisionResult:
+        result = DecisionFailed(
+            category=broken.category,
+            reason=broken.reason,
+            limit=limit,
+            retryable=broken.retryable,
+            correlation=call.correlation,
+        )
+        labels = call.labels()
+        if broken.category.is_error:
+            _log.error(
+                "decision failed: {category} ({reason}) {detail} {labels}",
+                category=broken.category.value,
+                reason=broken.reason,
+                detail=broken.detail,
+                labels=labels,
+            )
+        else:
+            _metric(
+                "decision_failure", {"protocol": call.codec.protocol.value, "category": broken.category.value}
+            )
+            _log.warning(
+                "decision failed: {category} ({reason}) {detail} {labels}",
+                category=broken.category.value,
+                reason=broken.reason,
+                detail=broken.detail,
+                labels=labels,
+            )
+        return self._finish(call, result)
+
+    def _finish(self, call: _Call, result: DecisionResult) -> DecisionResult:
+        self._trace(
+            result, protocol=call.codec.protocol, started=call.started, count=len(call.questions), call=call
+        )
+        return result
+
+    def _trace(
+        self,
+        result: DecisionResult,
+        *,
+        protocol: DecisionProtocol | None,
+        started: float,
+        count: int | None,
+        call: _Call | None = None,
+    ) -> None:
+        usage = getattr(result, "usage", None)
+        elapsed = (asyncio.get_running_loop().time() - started) * 1000.0
+        answered = getattr(result, "answers", ())
+        _log.info(
+            "decision {outcome} protocol={protocol} correlation={correlation} registration={registration} "
+            "endpoint={endpoint} questions={count} answers={answered} elapsed_ms={elapsed:.1f} "
+            "input_tokens={input} output_tokens={output} cost={cost}",
+            outcome=result.kind.value,
+            protocol=protocol.value if protocol is not None else None,
+            correlation=result.correlation,
+            registration=call.option.registration_id if call is not None else None,
+            endpoint=call.option.custom_endpoint_id if call is not None else None,
+            count=count,
+            answered=len(answered),
+            elapsed=elapsed,
+            input=usage.input_tokens if usage is not None else None,
+            output=usage.output_tokens if usage is not None else None,
+            cost=usage.cost if usage is not None else None,
+        )
+
+
+def _request(
+    codec: Codec,
+    option: DecisionModelOption,
+    resolved: ResolvedDecision,
+    body: bytes,
+    parsed: Mapping[str, Any],
+) -> OneShotRequest:
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    key = resolved.credentials.api_key
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return OneShotRequest(
+        url=codec.url(option.base_url), body=body, parsed=parsed, headers=headers, api_key=key or None
+    )
+
+
+def _answered(
+    answers: tuple[Answer, ...], model: str, usage: Usage | None, request_id: str | None, call: _Call
+) -> DecisionCompleted | DecisionRefused:
+    predicates = tuple(answer for answer in answers if isinstance(answer, PredicateAnswer))
+    if len(predicates) == len(answers):
+        return DecisionCompleted(
+            answers=predicates,
+            model=model,
+            usage=usage,
+            provider_request_id=request_id,
+            correlation=call.correlation,
+        )
+    return DecisionRefused(
+        answers=answers,
+        model=model,
+        usage=usage,
+        provider_request_id=request_id,
+        correlation=call.correlation,
+    )
+
+
+def _lenient_json(raw: bytes) -> object:
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _category(status: int, error: ProviderError) -> FailureCategory:
+    if error.type is ErrorType.RATE_LIMIT or status == 402:
+        return FailureCategory.THROTTLING
+    if error.type is ErrorType.CONTENT_BLOCKED:
+        return FailureCategory.BLOCKED
+    if status in (401, 403):
+        return FailureCategory.AUTHENTICATION
+    if error.type is ErrorType.TIMEOUT or status in (408, 504, 524):
+        return FailureCategory.TIMEOUT
+    if error.type is ErrorType.MODEL_ERROR:
+        return FailureCategory.AVAILABILITY
+    if status >= 500 or error.type is ErrorType.PROVIDER_OVERLOADED:
+        return FailureCategory.UPSTREAM
+    return FailureCategory.MALFORMED_REQUEST
+
+
+def _limit(body: object) -> DecisionLimit | None:
+    """The validated limit metadata of an error body (OpenRouter ``error.metadata``), if any."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    metadata = error.get("metadata") if isinstance(error, Mapping) else None
+    if not isinstance(metadata, Mapping):
+        return None
+    source = metadata.get("limit_source")
+    minimum = metadata.get("minimum_balance")
+    source_ok = isinstance(source, str) and _LIMIT_SOURCE_RE.fullmatch(source) is not None
+    minimum_ok = (
+        isinstance(minimum, (int, float))
+        and not isinstance(minimum, bool)
+        and math.isfinite(minimum)
+        and minimum >= 0
+    )
+    if not source_ok and not minimum_ok:
+        return None
+    return DecisionLimit(
+        limit_source=source if source_ok and isinstance(source, str) else None,
+        minimum_balance=float(minimum) if minimum_ok and isinstance(minimum, (int, float)) else None,
+    )
+
+
+async def call_decisions(  # noqa: PLR0917 (the issue's signature)
+    scope: object,
+    reference: DecisionReference | None,
+    evidence: str,
+    questions: Iterable[Question | Mapping[str, Any]],
+    cancel: CancelSignal | None = None,
+    on_usage: UsageCallback | None = None,
+    *,
+    directory: DecisionDirectory,
+    config: DecisionConfig | None = None,
+    session: aiohttp.ClientSession | None = None,
+) -> DecisionResult:
+    """``Decisions(directory, config=config, session=session).call_decisions(...)`` in one call.
+
+    A request that outlives its deadline keeps settling in the background (its usage is
+    still recorded once); use a ``Decisions`` object and ``settle_late`` to wait for it.
+    """
+    service = Decisions(directory, config=config, session=session)
+    result = await service.call_decisions(scope, reference, evidence, questions, cancel, on_usage)
+    _ORPHANS.update(service._late)
+    for task in service._late:
+        task.add_done_callback(_ORPHANS.discard)
+    return result
+
+
+_ORPHANS: set[asyncio.Task[Any]] = set()
+"""Late requests of one-shot ``call_decisions`` calls (kept referenced until they settle)."""
