@@ -14,15 +14,8 @@ __all__ = ("normalize",)
 from collections.abc import Callable, Sequence
 
 from loguru import logger
-from reactivex import Observable, abc
-from rxcord.core.types import (
-    ChunkNormalizer,
-    ErrorType,
-    Operator,
-    ProcessedChunk,
-    ProviderError,
-    RawStreamChunk,
-)
+from rxcord.core.types import ChunkNormalizer, ErrorType, ProcessedChunk, ProviderError, RawStreamChunk
+from rxcord.operators.fused import Fusable
 
 _log = logger.bind(stage="03-normalize")
 
@@ -39,7 +32,7 @@ def _failure(exc: Exception) -> ProcessedChunk:
     )
 
 
-def normalize(factory: Callable[[], ChunkNormalizer]) -> Operator[RawStreamChunk, ProcessedChunk]:
+def normalize(factory: Callable[[], ChunkNormalizer]) -> Fusable:
     """Map raw provider chunks to processed chunks with a per-stream normalizer.
 
     .. marble::
@@ -51,40 +44,34 @@ def normalize(factory: Callable[[], ChunkNormalizer]) -> Operator[RawStreamChunk
         factory: Makes a fresh normalizer for each subscription.
 
     Returns:
-        An operator from ``RawStreamChunk`` to ``ProcessedChunk``.
+        A fusable operator from ``RawStreamChunk`` to ``ProcessedChunk``
+        (``rxcord.operators.fused``).
     """
 
-    def _op(source: Observable[RawStreamChunk]) -> Observable[ProcessedChunk]:
-        def subscribe(
-            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            normalizer = factory()
+    def make() -> _Normalizing:
+        return _Normalizing(factory())
 
-            def emit(chunks: Sequence[ProcessedChunk]) -> None:
-                for chunk in chunks:
-                    observer.on_next(chunk)
+    return Fusable(make, "normalize")
 
-            def on_next(raw: RawStreamChunk) -> None:
-                try:
-                    chunks = normalizer.feed(raw)
-                except Exception as exc:
-                    _log.opt(exception=exc).error(
-                        "normalizer failed on a {provider} chunk", provider=raw.provider
-                    )
-                    chunks = (_failure(exc),)
-                emit(chunks)
 
-            def on_completed() -> None:
-                try:
-                    chunks = normalizer.finish()
-                except Exception as exc:
-                    _log.opt(exception=exc).error("normalizer failed at end of stream")
-                    chunks = (_failure(exc),)
-                emit(chunks)
-                observer.on_completed()
+class _Normalizing:
+    """The normalizer of one stream, with its failures turned into error chunks."""
 
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+    __slots__ = ("_normalizer",)
 
-        return Observable(subscribe)
+    def __init__(self, normalizer: ChunkNormalizer) -> None:
+        self._normalizer = normalizer
 
-    return _op
+    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
+        try:
+            return self._normalizer.feed(raw)
+        except Exception as exc:
+            _log.opt(exception=exc).error("normalizer failed on a {provider} chunk", provider=raw.provider)
+            return (_failure(exc),)
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        try:
+            return self._normalizer.finish()
+        except Exception as exc:
+            _log.opt(exception=exc).error("normalizer failed at end of stream")
+            return (_failure(exc),)

@@ -15,10 +15,11 @@ from __future__ import annotations
 __all__ = ("ReasoningSplitter", "reasoning_guard")
 
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import attrs
-from rxcord.core.types import Operator, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from rxcord.operators.fused import Fusable
 from rxcord.operators.thread_text import thread_text
 
 
@@ -44,11 +45,21 @@ def _with_split(chunk: ProcessedChunk, visible: str, reasoning: str) -> Processe
     return attrs.evolve(chunk, content=visible, thoughts=(*chunk.thoughts, entry))
 
 
-def _released(visible: str, reasoning: str) -> list[ProcessedChunk]:
+def _released(visible: str, reasoning: str, serving_provider: str | None) -> list[ProcessedChunk]:
     if not visible and not reasoning:
         return []
     thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning),) if reasoning else ()
-    return [ProcessedChunk.text(visible, thoughts=thoughts)]
+    return [ProcessedChunk.text(visible, thoughts=thoughts, serving_provider=serving_provider)]
+
+
+class _Guarded(Generic[_S]):
+    """One stream's splitter, and the serving provider its released text is attributed to."""
+
+    __slots__ = ("serving", "splitter")
+
+    def __init__(self, splitter: _S) -> None:
+        self.splitter = splitter
+        self.serving: str | None = None
 
 
 def _no_preparation(splitter: ReasoningSplitter, chunk: ProcessedChunk) -> None:
@@ -56,24 +67,32 @@ def _no_preparation(splitter: ReasoningSplitter, chunk: ProcessedChunk) -> None:
 
 
 def reasoning_guard(
-    factory: Callable[[], _S], prepare: Callable[[_S, ProcessedChunk], None] = _no_preparation
-) -> Operator[ProcessedChunk, ProcessedChunk]:
+    factory: Callable[[], _S],
+    prepare: Callable[[_S, ProcessedChunk], None] = _no_preparation,
+    name: str = "",
+) -> Fusable:
     """Thread a fresh splitter per subscription through the chunks (see the module docstring).
 
     Args:
         factory: Makes the per-stream splitter.
         prepare: Called with each text chunk before its content is fed (the spill
             guard arms itself on a chunk that carries reasoning).
+        name: The stage's name.
 
     Returns:
-        An operator on processed chunks.
+        A fusable operator on processed chunks (``rxcord.operators.fused``).
     """
 
-    def on_text(splitter: _S, chunk: ProcessedChunk) -> list[ProcessedChunk]:
-        prepare(splitter, chunk)
-        return [_with_split(chunk, *splitter.feed(chunk.content))]
+    def make() -> _Guarded[_S]:
+        return _Guarded(factory())
 
-    def release(splitter: _S, _before: ProcessedChunk | None) -> list[ProcessedChunk]:
-        return _released(*splitter.finish())
+    def on_text(state: _Guarded[_S], chunk: ProcessedChunk) -> list[ProcessedChunk]:
+        if chunk.serving_provider is not None:
+            state.serving = chunk.serving_provider
+        prepare(state.splitter, chunk)
+        return [_with_split(chunk, *state.splitter.feed(chunk.content))]
 
-    return thread_text(factory, on_text, release)
+    def release(state: _Guarded[_S], _before: ProcessedChunk | None) -> list[ProcessedChunk]:
+        return _released(*state.splitter.finish(), state.serving)
+
+    return thread_text(make, on_text, release, name)

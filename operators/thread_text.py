@@ -14,11 +14,11 @@ from __future__ import annotations
 
 __all__ = ("thread_text",)
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
-from reactivex import Observable, abc
-from rxcord.core.types import ChunkType, Operator, ProcessedChunk
+from rxcord.core.types import ChunkType, ProcessedChunk
+from rxcord.operators.fused import Fusable
 
 _S = TypeVar("_S")
 
@@ -27,7 +27,8 @@ def thread_text(
     factory: Callable[[], _S],
     on_text: Callable[[_S, ProcessedChunk], list[ProcessedChunk]],
     release: Callable[[_S, ProcessedChunk | None], list[ProcessedChunk]],
-) -> Operator[ProcessedChunk, ProcessedChunk]:
+    name: str = "",
+) -> Fusable:
     """Apply a fresh transducer per subscription to the text chunks.
 
     .. marble::
@@ -40,41 +41,37 @@ def thread_text(
         on_text: The chunks one text chunk becomes.
         release: What the transducer still holds, before the non-text chunk given
             (``None``: at completion).
+        name: The stage's name (shown in reprs of fused stages).
 
     Returns:
-        An operator on processed chunks.
+        A fusable operator on processed chunks (``rxcord.operators.fused``).
     """
 
-    def operator(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
-        def subscribe(
-            observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            state = factory()
+    def make() -> _Threaded[_S]:
+        return _Threaded(factory(), on_text, release)
 
-            def on_next(chunk: ProcessedChunk) -> None:
-                try:
-                    if chunk.type is ChunkType.TEXT:
-                        out = on_text(state, chunk)
-                    else:
-                        out = [*release(state, chunk), chunk]
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for item in out:
-                    observer.on_next(item)
+    return Fusable(make, name)
 
-            def on_completed() -> None:
-                try:
-                    out = release(state, None)
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for item in out:
-                    observer.on_next(item)
-                observer.on_completed()
 
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+class _Threaded(Generic[_S]):
+    """The per-subscription transducer of ``thread_text``."""
 
-        return Observable(subscribe)
+    __slots__ = ("_on_text", "_release", "_state")
 
-    return operator
+    def __init__(
+        self,
+        state: _S,
+        on_text: Callable[[_S, ProcessedChunk], list[ProcessedChunk]],
+        release: Callable[[_S, ProcessedChunk | None], list[ProcessedChunk]],
+    ) -> None:
+        self._state = state
+        self._on_text = on_text
+        self._release = release
+
+    def feed(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
+        if chunk.type is ChunkType.TEXT:
+            return self._on_text(self._state, chunk)
+        return [*self._release(self._state, chunk), chunk]
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        return self._release(self._state, None)

@@ -463,18 +463,6 @@ def _plain(items: list[Item], serving_provider: str | None) -> list[ProcessedChu
     ]
 
 
-@attrs.frozen
-class _VerbatimTools:
-    """The operator for one set of tool names (``repr`` shows the names)."""
-
-    tool_names: tuple[str, ...]
-
-    def __call__(self, source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
-        """Apply the parser to *source*, with a fresh parser per subscription."""
-        names = self.tool_names
-        return thread_text(lambda: VerbatimToolParser(names), _on_text, _release)(source)
-
-
 def _on_text(parser: VerbatimToolParser, chunk: ProcessedChunk) -> list[ProcessedChunk]:
     return _derive(chunk, parser.feed(chunk.content))
 
@@ -509,9 +497,10 @@ def verbatim_tools(tool_names: Iterable[str]) -> Operator[ProcessedChunk, Proces
             operator is the identity.
 
     Returns:
-        An operator from ``ProcessedChunk`` to ``ProcessedChunk``.
+        An operator from ``ProcessedChunk`` to ``ProcessedChunk``, fusable with its
+        stage 03 neighbours (``rxcord.operators.fused``).
     """
     names = tuple(sorted(set(tool_names)))
     if _vocab_of(names).anchor is None:
         return _identity
-    return _VerbatimTools(names)
+    return thread_text(lambda: VerbatimToolParser(names), _on_text, _release, f"verbatim_tools{names}")

@@ -51,13 +51,14 @@ __all__ = (
     "thinking_blocks",
 )
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 from loguru import logger
+from rxcord.core import safe_json
+from rxcord.core.config import Guards
 from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
 from rxcord.core.types import (
     ChunkNormalizer,
@@ -492,7 +493,7 @@ class AnthropicNormalizer:
             )
             return []
         try:
-            args = json.loads(text)
+            args = safe_json.loads(text)
         except ValueError as exc:
             args = exc
         if not isinstance(args, dict):
@@ -644,6 +645,11 @@ class AnthropicAdapter:
             headers=headers,
             stream=stream,
         )
+
+    @property
+    def guards(self) -> Guards:
+        """No stage 03 text guards: reasoning arrives in its own parts, never in the text."""
+        return Guards()
 
     def new_normalizer(self) -> ChunkNormalizer:
         """A fresh ``AnthropicNormalizer``."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import attrs
+from rxcord.core.config import Guards
 from rxcord.core.request import ChatRequest
 from rxcord.core.types import ChunkNormalizer, ProviderError, RawStreamChunk
 
@@ -73,6 +74,11 @@ class ProviderAdapter(Protocol):
 
     def new_normalizer(self) -> ChunkNormalizer:
         """Stage 03: a fresh per-stream normalizer."""
+        ...
+
+    @property
+    def guards(self) -> Guards:
+        """Stage 03: the text guards this provider's streams need (pipeline stages after the normalizer)."""
         ...
 
     def is_meaningful(self, raw: RawStreamChunk) -> bool:

@@ -20,14 +20,13 @@ __all__ = ("CUSTOM_POLICY", "CustomAdapter")
 from typing import ClassVar, Final
 
 import attrs
-from rxcord.core.types import ChunkNormalizer
+from rxcord.core.config import Guards
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,
-    ChatCompletionsNormalizer,
     WireOptions,
 )
 
@@ -64,12 +63,9 @@ class CustomAdapter(ChatCompletionsAdapter):
     think_opened_by_template: bool = False
     policy: DegradationPolicy = CUSTOM_POLICY
 
-    def new_normalizer(self) -> ChunkNormalizer:
-        """A normalizer that also recovers verbatim tool calls, when enabled and tools are exposed."""
-        return ChatCompletionsNormalizer(
-            provider=self.name,
-            hold_for_usage=self.wire.hold_for_usage,
-            tool_names=self.tool_names,
-            verbatim_tools=self.verbatim_tool_calling and bool(self.tool_names),
-            think_start_window=_WHOLE_REPLY if self.think_opened_by_template else DEFAULT_START_WINDOW,
-        )
+    @property
+    def guards(self) -> Guards:
+        """The think and spill guards, a start window for template-opened blocks, verbatim tool calls."""
+        window = _WHOLE_REPLY if self.think_opened_by_template else DEFAULT_START_WINDOW
+        tools = self.tool_names if self.verbatim_tool_calling else frozenset()
+        return Guards(think_tags=True, think_start_window=window, spill=True, verbatim_tools=tools)

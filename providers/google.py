@@ -50,13 +50,14 @@ __all__ = (
     "build_gemini_body",
 )
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import quote
 
 import attrs
 from loguru import logger
+from rxcord.core import safe_json
+from rxcord.core.config import Guards
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
 from rxcord.core.types import (
@@ -212,7 +213,7 @@ def _tool_response(message: Message, names: Mapping[str, str], pending: list[str
     text = message.text
     response: Any
     try:
-        response = json.loads(text) if text else {}
+        response = safe_json.loads(text) if text else {}
     except ValueError:
         response = None
     if not isinstance(response, dict):
@@ -601,6 +602,11 @@ class GoogleAdapter:
             headers["x-goog-api-key"] = api_key
         body = build_gemini_body(request, include_thoughts=self.include_thoughts)
         return HttpRequest(url=url, body=body, headers=headers, stream=stream)
+
+    @property
+    def guards(self) -> Guards:
+        """No stage 03 text guards: reasoning arrives in its own parts, never in the text."""
+        return Guards()
 
     def new_normalizer(self) -> ChunkNormalizer:
         """A fresh ``GeminiNormalizer``."""

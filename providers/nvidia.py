@@ -15,6 +15,7 @@ __all__ = ("NVIDIA_BASE_URL", "NVIDIA_POLICY", "NvidiaAdapter")
 from typing import ClassVar, Final
 
 import attrs
+from rxcord.operators.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
@@ -38,6 +39,9 @@ NVIDIA_POLICY: Final = DegradationPolicy(
 class NvidiaAdapter(ChatCompletionsAdapter):
     """The NVIDIA NIM provider (``Authorization: Bearer nvapi-...``)."""
 
-    wire: ClassVar[WireOptions] = WireOptions(provider="nvidia", default_base_url=NVIDIA_BASE_URL)
+    # NIM serves DeepSeek-R1-style models whose chat template opens <think> in the prompt: hold the start.
+    wire: ClassVar[WireOptions] = WireOptions(
+        provider="nvidia", default_base_url=NVIDIA_BASE_URL, think_start_window=DEFAULT_START_WINDOW
+    )
     policy: DegradationPolicy = NVIDIA_POLICY
     """Parameter degradation policy."""

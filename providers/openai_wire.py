@@ -25,16 +25,14 @@ carry text they are authoritative and the flat fields are ignored, so the
 text is counted once. The details are merged per ``index`` (fragments
 concatenated) and replayed on the tool calls, as is ``reasoning_content``.
 
-Content runs through the leaked-reasoning guards in this order:
-``ThinkStripper`` (its reasoning part becomes RAW thoughts), then
-``SpillGuard`` (spilled text becomes RAW thoughts), then, for custom endpoints
-with verbatim tool calling, ``VerbatimToolParser``. Any reasoning (a field or a
-think block) arms the spill guard. The guards are flushed at
-``finish_reason`` (so no text is held behind a tool call) or at stream end.
+Content leaves as it came. The leaked-reasoning guards (``think_strip``,
+``spill_guard``, ``verbatim_tools``) are stages of the pipeline that follow the
+normalizer (``rxcord.compose.pipeline``), fused with it into one operator; the
+adapter declares which ones its wire needs (``ChatCompletionsAdapter.guards``).
 
 Resent content. Some backends resend the whole answer as one last delta. A
 content delta of at least 16 characters that equals the entire content
-received so far is dropped (compared before the guards). Nothing shorter,
+received so far is dropped (compared on the content as sent). Nothing shorter,
 and no partial overlap, is touched: a real model repeating a 16+ character
 answer verbatim as one delta is the only false positive, and streaming
 backends do not produce deltas that large and that exact.
@@ -86,6 +84,8 @@ from typing import Any, ClassVar, Final, Literal, TypeGuard
 
 import attrs
 from loguru import logger
+from rxcord.core import safe_json
+from rxcord.core.config import Guards
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
 from rxcord.core.text_buffer import TextBuffer
@@ -101,9 +101,6 @@ from rxcord.core.types import (
     ThoughtLogEntry,
     Usage,
 )
-from rxcord.operators.spill_guard import SpillGuard
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper
-from rxcord.operators.verbatim_tools import VerbatimToolParser
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.errors import (
     classify_http_error,
@@ -412,10 +409,10 @@ def _parse_arguments(text: str) -> dict[str, Any]:
     """Tool arguments as a dict; raises ``ValueError`` when they are not a JSON object."""
     if not text.strip():
         return {}
-    value = json.loads(text)
+    value = safe_json.loads(text)
     if isinstance(value, str):
         # Some backends encode the arguments twice.
-        value = json.loads(value) if value.strip() else {}
+        value = safe_json.loads(value) if value.strip() else {}
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
     return value
@@ -429,24 +426,10 @@ class ChatCompletionsNormalizer:
         provider: Provider identity, for error messages.
         hold_for_usage: Hold ``done`` and the calls after ``finish_reason`` until
             usage arrives or the stream ends (OpenRouter).
-        tool_names: Exposed tool names, for the verbatim tool-call parser.
-        verbatim_tools: Run ``VerbatimToolParser`` over visible content (custom
-            endpoints; needs *tool_names*).
-        think_start_window: How much of the stream's start is held until a think tag
-            decides it (a stray ``</think>`` turns it into reasoning).
     """
 
     provider: str
     hold_for_usage: bool = False
-    tool_names: frozenset[str] = frozenset()
-    verbatim_tools: bool = False
-    think_start_window: int = DEFAULT_START_WINDOW
-    _think: ThinkStripper = attrs.field(init=False)
-    _spill: SpillGuard = attrs.field(init=False, factory=SpillGuard)
-    _verbatim: VerbatimToolParser | None = attrs.field(init=False, default=None)
-    _guards_done: bool = attrs.field(init=False, default=False)
-    _text_seen: bool = attrs.field(init=False, default=False)
-    """Whether any non-blank content has arrived (before the guards)."""
     _content: TextBuffer = attrs.field(init=False, factory=TextBuffer)
     _content_len: int = attrs.field(init=False, default=0)
     _drafts: dict[int, _CallDraft] = attrs.field(init=False, factory=dict)
@@ -467,11 +450,6 @@ class ChatCompletionsNormalizer:
     _released: bool = attrs.field(init=False, default=False)
     _failed: bool = attrs.field(init=False, default=False)
 
-    def __attrs_post_init__(self) -> None:
-        self._think = ThinkStripper(start_window=self.think_start_window)
-        if self.verbatim_tools and self.tool_names:
-            self._verbatim = VerbatimToolParser(self.tool_names)
-
     # -- entry points ------------------------------------------------------
 
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
@@ -480,7 +458,6 @@ class ChatCompletionsNormalizer:
             return ()
         out = _Out()
         if raw.error is not None:
-            self._flush_guards(out)
             self._fail(out, raw.error)
             return self._close(out)
         data = raw.data
@@ -529,21 +506,7 @@ class ChatCompletionsNormalizer:
         if beside_content and not self._flat_reasoning(delta, thoughts):
             # Anything beside the content (and a role) that is not flat reasoning: the general path.
             return None
-        shown = ""
-        if content and not self._is_resend(content):
-            if self._guards_done:
-                shown = content
-            else:
-                visible, reasoning = self._think.feed(content)
-                if reasoning or self._verbatim is not None:
-                    out = _Out()
-                    out.thoughts.extend(thoughts)
-                    self._guarded(visible, reasoning, out)
-                    return self._close(out)
-                if visible:
-                    shown, spilled = self._spill.feed(visible)
-                    if spilled:
-                        thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
+        shown = content if content and not self._is_resend(content) else ""
         if not shown and not thoughts:
             return []
         return [ProcessedChunk.text(shown, thoughts=tuple(thoughts), serving_provider=self._serving)]
@@ -551,7 +514,7 @@ class ChatCompletionsNormalizer:
     def _flat_reasoning(self, delta: dict[str, Any], thoughts: list[ThoughtLogEntry]) -> bool:
         """``_reasoning`` for a delta whose only reasoning is flat text; ``False``: not such a delta.
 
-        Appends the entries to *thoughts* (and notes them for the spill guard).
+        Appends the entries to *thoughts*.
         """
         for key in _GENERAL_DELTA:
             if delta.get(key) is not None:
@@ -563,16 +526,13 @@ class ChatCompletionsNormalizer:
         if text:
             self._reasoning_content.append(text)
         thoughts.extend(_flat_entries(flat, text))
-        if thoughts:
-            self._note_field_reasoning()
         return True
 
     def finish(self) -> Sequence[ProcessedChunk]:
-        """The stream ended: flush the guards, emit pending calls, ``done`` with the last usage."""
+        """The stream ended: emit pending calls, ``done`` with the last usage."""
         if self._failed:
             return ()
         out = _Out()
-        self._flush_guards(out)
         if not self._finish_seen:
             self._finish_seen = True
             self._held = self._terminal(out)
@@ -630,7 +590,6 @@ class ChatCompletionsNormalizer:
         ):
             error = chunk_error(RawStreamChunk(provider=self.provider, data=data), provider=self.provider)
             if error is not None:
-                self._flush_guards(out)
                 self._fail(out, error)
                 return
         reported = data.get("usage")
@@ -665,13 +624,11 @@ class ChatCompletionsNormalizer:
         thoughts = self._reasoning(delta)
         if thoughts:
             out.thoughts.extend(thoughts)
-            self._note_field_reasoning()
         content = delta.get("content")
         if isinstance(content, list):
             content, reasoning = _content_parts(content)
             if reasoning:
                 out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
-                self._note_field_reasoning()
         if isinstance(content, str) and content and not self._is_resend(content):
             self._text(content, out)
         calls = delta.get("tool_calls")
@@ -693,19 +650,7 @@ class ChatCompletionsNormalizer:
             return True
         self._content.append(content)
         self._content_len += len(content)
-        if not self._text_seen and not content.isspace():
-            self._text_seen = True
         return False
-
-    def _note_field_reasoning(self) -> None:
-        """Reasoning in its own field arms the spill guard, unless content already streamed.
-
-        Content still held by the think stripper's start window came *before* this
-        reasoning in the stream, so it disarms the guard (issue 14).
-        """
-        if self._text_seen:
-            self._spill.note_visible()
-        self._spill.note_reasoning()
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:
         if "reasoning_details" not in delta and "reasoning" not in delta and "reasoning_content" not in delta:
@@ -766,59 +711,7 @@ class ChatCompletionsNormalizer:
                 target[field] = value
 
     def _text(self, content: str, out: _Out) -> None:
-        if self._guards_done:
-            out.text.append(content)
-            return
-        visible, reasoning = self._think.feed(content)
-        if reasoning or self._verbatim is not None:
-            self._guarded(visible, reasoning, out)
-            return
-        # The common case, as ``_guarded`` would do it: no reasoning, no verbatim parser.
-        if visible:
-            shown, spilled = self._spill.feed(visible)
-            if spilled:
-                out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
-            if shown:
-                out.text.append(shown)
-
-    def _guarded(self, visible: str, reasoning: str, out: _Out) -> None:
-        if reasoning:
-            out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
-            self._spill.note_reasoning()
-        if not visible:
-            return
-        shown, spilled = self._spill.feed(visible)
-        if spilled:
-            out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
-        self._visible(shown, out)
-
-    def _visible(self, text: str, out: _Out) -> None:
-        if not text:
-            return
-        if self._verbatim is None:
-            out.text.append(text)
-            return
-        self._items(self._verbatim.feed(text), out)
-
-    def _items(self, items: list[str | FunctionCall], out: _Out) -> None:
-        for item in items:
-            if isinstance(item, str):
-                out.text.append(item)
-            else:
-                out.add(ProcessedChunk.call(item))
-
-    def _flush_guards(self, out: _Out) -> None:
-        if self._guards_done:
-            return
-        self._guards_done = True
-        visible, reasoning = self._think.finish()
-        self._guarded(visible, reasoning, out)
-        shown, spilled = self._spill.finish()
-        if spilled:
-            out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=spilled))
-        self._visible(shown, out)
-        if self._verbatim is not None:
-            self._items(self._verbatim.finish(), out)
+        out.text.append(content)
 
     def _call_delta(self, call: Mapping[str, Any], position: int) -> None:
         reported = call.get("index")
@@ -862,7 +755,6 @@ class ChatCompletionsNormalizer:
 
     def _on_finish(self, raw: str, choice: Mapping[str, Any], out: _Out) -> None:
         self._finish_seen = True
-        self._flush_guards(out)
         self._finish = normalize_finish_reason(raw)
         self._finish_raw = raw
         native = choice.get("native_finish_reason")
@@ -1025,6 +917,9 @@ class WireOptions:
     reasoning_style: ReasoningStyle = "reasoning_effort"
     hold_for_usage: bool = False
     """Hold a tool-call finish until the trailing usage arrives (OpenRouter)."""
+    think_start_window: int = 0
+    """Characters held at the stream's start for a stray ``</think>`` (models whose chat template
+    may open ``<think>`` in the prompt); ``0``: live text starts at once (openers are still caught)."""
 
 
 OPENAI_COMPATIBLE_MANDATORY: Final = frozenset({"model", "messages", "stream", "tools", "tool_choice"})
@@ -1095,6 +990,11 @@ class ChatCompletionsAdapter:
     def new_normalizer(self) -> ChunkNormalizer:
         """Stage 03: a fresh per-stream normalizer."""
         return ChatCompletionsNormalizer(provider=self.name, hold_for_usage=self.wire.hold_for_usage)
+
+    @property
+    def guards(self) -> Guards:
+        """Stage 03 guards: OpenAI-compatible backends may leak think tags and reasoning tails."""
+        return Guards(think_tags=True, think_start_window=self.wire.think_start_window, spill=True)
 
     def is_meaningful(self, raw: RawStreamChunk) -> bool:
         """Whether *raw* commits the stream (text, reasoning, a tool-call delta or usage)."""

@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
-import reactivex
 from rxcord.cli.progress import Progress
 from rxcord.cli.report import report_from_result, to_json_obj
-from rxcord.compose.run import StreamJob, TapFactory, run_stream
+from rxcord.compose.pipeline import Pipeline, Stage, StageContext
+from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, Message, ToolSpec
-from rxcord.core.state import StreamResult
-from rxcord.core.stops import StopHandle
-from rxcord.core.types import DeliveryMode, StopKind
+from rxcord.core.state import StreamResult, StreamState
+from rxcord.core.types import DeliveryMode, Operator, StopKind
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.timeline import Timeline
 from rxcord.providers.registry import default_registry
@@ -153,13 +152,9 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
             context=StreamContext(channel_id="100000000000000001"),
             config=config,
             transport=transport,
+            pipeline=_pipeline(options),
         )
-        tap: TapFactory | None = None
-        if options.stop is not None:
-            tap = _stop_tap(*options.stop)
-        if options.progress is not None:
-            tap = _counting(options.progress, tap)
-        result = await run_stream(job, tap=tap, nonce_prefix="replay", timeline=options.timeline)
+        result = await run_stream(job, nonce_prefix="replay", timeline=options.timeline)
         if server.requests and not server.requests[-1].completed:
             with contextlib.suppress(TimeoutError):
                 await server.wait_finished(timeout=2.0 + options.pace_ms / 1000.0 * 2)
@@ -167,21 +162,25 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
         return ReplayOutcome(result=result, connection_closed=closed, requests=len(server.requests))
 
 
-def _stop_tap(kind: StopKind, count: int) -> TapFactory:
+def _pipeline(options: ReplayOptions) -> Pipeline:
+    """The default stages, plus ``--stop KIND@N`` and the progress count after the orchestrator."""
+    pipeline = Pipeline.default()
+    point = "accumulate"
+    if options.stop is not None:
+        kind, count = options.stop
+        pipeline = pipeline.insert_after(point, Stage("stop_after", lambda c: _stop_after(c, kind, count)))
+        point = "stop_after"
+    if options.progress is not None:
+        pipeline = pipeline.insert_after(point, "progress", options.progress.tap())
+    return pipeline
+
+
+def _stop_after(context: StageContext, kind: StopKind, count: int) -> Operator[StreamState, StreamState]:
     from rxcord.operators.stop_after import stop_after
 
-    def factory(handle: StopHandle) -> Any:
-        return stop_after(count, kind, handle.subject)
-
-    return factory
-
-
-def _counting(progress: Progress, inner: TapFactory | None) -> TapFactory:
-    def factory(handle: StopHandle) -> Any:
-        counter: Any = progress.tap()
-        return counter if inner is None else reactivex.compose(inner(handle), counter)
-
-    return factory
+    if context.stop_sink is None:
+        raise InputError("--stop needs the stream's stop subject")
+    return stop_after(count, kind, context.stop_sink)
 
 
 @contextlib.asynccontextmanager

@@ -2,16 +2,16 @@
 
 ::
 
-    provider source (RawStreamChunk)                      stage 02   providers/transport.py
-      -> normalize (ProcessedChunk) [+ speaker guard]      stage 03   operators/normalize.py
-      -> idle_timeout -> stop_gate (take_until stops)      stage 04   operators/idle_timeout.py,
-                                                                      operators/stop_gate.py
-      -> accumulate (scan: StreamState)                    stage 04   operators/accumulate.py
+    provider source (RawStreamChunk)                      stage 02   rxcord.providers.transport
+      -> routing stages (a Pipeline's, by name):          stages 03-04
+         normalize + the adapter's guards (fused)                    operators/normalize.py, think_strip.py,
+                                                                     spill_guard.py, verbatim_tools.py
+         prefill, speaker_guard, idle_timeout,                       operators/...
+         stop_gate (take_until stops), accumulate (scan)
       -> fan out: states  ──────────────────────────┐
-                  states -> flush (Segment)          │     stage 05   operators/flush.py
-                         -> clean                    │     stage 06   operators/clean.py
-                         -> typing_heartbeat         │     stage 04   operators/typing_heartbeat.py
-                         -> deliver (Delivery)       │     stage 07   operators/deliver.py, delivery.py
+                  states -> delivery stages:         │     stages 05-07
+                     flush, clean, typing, deliver   │     operators/flush.py, clean.py,
+                                                     │     typing_heartbeat.py, sinks/deliver.py
       -> merge ──────────────────────────────────────┘
       -> collect_result (StreamResult; hard kill)          stage 04   operators/collect_result.py
 
@@ -19,104 +19,27 @@ Stage 01 (context assembly) happens before the source exists: the adapter's
 ``build_request``. Everything here is lazy: nothing runs until the returned
 observable is subscribed, and each subscription is an independent stream.
 
-Given a ``Timeline`` (``rxcord.operators.timeline``), ``build_chain`` adds pass-through
-taps after the source, the normalizer, the orchestrator, the flusher, the
-cleaner and the result; without one it adds none.
+The stages between the source and the result are a ``Pipeline`` value
+(``rxcord.compose.pipeline``): users insert, replace or remove stages by name.
+Given a ``Timeline`` (``rxcord.operators.timeline``), ``build_chain`` adds its
+pass-through taps (after the source, stage 03, the orchestrator, the flusher, the
+cleaner and the result); without one it adds none.
 """
 
 from __future__ import annotations
 
-__all__ = ("build_chain", "delivery_branch", "routing")
+__all__ = ("build_chain",)
 
 from collections.abc import Callable
-from typing import TypeVar
 
-import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
-from rxcord.core.config import StreamConfig
-from rxcord.core.state import Delivery, Segment, StreamResult, StreamState, TypingPulse
-from rxcord.core.types import (
-    ChunkNormalizer,
-    Operator,
-    ProcessedChunk,
-    ProviderError,
-    RawStreamChunk,
-    StopSignal,
-)
-from rxcord.operators.accumulate import accumulate
-from rxcord.operators.clean import clean
+from rxcord.compose.pipeline import Merge, Pipeline, Send, StageContext
+from rxcord.core.config import Guards, StreamConfig
+from rxcord.core.state import Delivery, StreamResult, StreamState
+from rxcord.core.types import ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
 from rxcord.operators.collect_result import collect_result
-from rxcord.operators.flush import flush
-from rxcord.operators.idle_timeout import idle_timeout
-from rxcord.operators.normalize import normalize
-from rxcord.operators.prefill import prefill
-from rxcord.operators.speaker_guard import speaker_guard
-from rxcord.operators.stop_gate import stop_gate
-from rxcord.operators.timeline import CLEAN, FLUSH, Timeline
-from rxcord.operators.typing_heartbeat import typing_heartbeat
-from rxcord.sinks.deliver import deliver
-
-_T = TypeVar("_T")
-
-Send = Callable[[Segment | TypingPulse], Observable[Delivery]]
-Merge = Callable[[Segment | TypingPulse, Segment | TypingPulse], Segment | TypingPulse | None]
-
-# deliver() is generic; pinned to this chain's items here, where mypy cannot infer them.
-_deliver: Callable[[Send, Merge | None], Operator[Segment | TypingPulse, Delivery]] = deliver
-
-
-def routing(
-    normalizer: Callable[[], ChunkNormalizer],
-    config: StreamConfig,
-    stops: Observable[StopSignal],
-    stop_sink: abc.ObserverBase[StopSignal] | None = None,
-    timeline: Timeline | None = None,
-) -> Operator[RawStreamChunk, StreamState]:
-    """Stages 03-04: raw chunks to orchestrator states (*timeline* records each processed chunk)."""
-    speaker: Operator[ProcessedChunk, ProcessedChunk] = (
-        speaker_guard(config.speaker_names, stop_sink) if config.speaker_names else _identity
-    )
-    guarded: Operator[ProcessedChunk, ProcessedChunk] = reactivex.compose(prefill(config.prefill), speaker)
-    return reactivex.compose(
-        normalize(normalizer),
-        timeline.chunk_tap() if timeline is not None else _identity,
-        guarded,
-        idle_timeout(config.idle_timeout),
-        stop_gate(stops),
-        accumulate(),
-    )
-
-
-def delivery_branch(
-    config: StreamConfig,
-    send: Send,
-    stop_sink: abc.ObserverBase[StopSignal] | None = None,
-    *,
-    timeline: Timeline | None = None,
-    describe: Callable[[ProviderError], str] | None = None,
-    merge: Merge | None = None,
-) -> Operator[StreamState, Delivery]:
-    """Stages 05-07: states to Discord deliveries (*timeline* records the segments of 05 and 06)."""
-    if timeline is not None:
-        return reactivex.compose(
-            flush(config, stop_sink, describe),
-            timeline.segment_tap(FLUSH),
-            clean(config),
-            timeline.segment_tap(CLEAN),
-            typing_heartbeat(config.typing_interval),
-            _deliver(send, merge),
-        )
-    return reactivex.compose(
-        flush(config, stop_sink, describe),
-        clean(config),
-        typing_heartbeat(config.typing_interval),
-        _deliver(send, merge),
-    )
-
-
-def _identity(source: Observable[_T]) -> Observable[_T]:
-    return source
+from rxcord.operators.timeline import Timeline
 
 
 def _fan_out(branch: Operator[StreamState, Delivery]) -> Operator[StreamState, StreamState | Delivery]:
@@ -204,7 +127,8 @@ def build_chain(
     stop_sink: abc.ObserverBase[StopSignal] | None,
     send: Send,
     provider: str = "",
-    tap: Operator[StreamState, StreamState] | None = None,
+    guards: Guards | None = None,
+    pipeline: Pipeline | None = None,
     timeline: Timeline | None = None,
     describe: Callable[[ProviderError], str] | None = None,
     merge: Merge | None = None,
@@ -219,7 +143,8 @@ def build_chain(
         stop_sink: Where internal stops are raised (the same subject); ``None`` disables them.
         send: Delivers one segment or typing pulse (stage 07).
         provider: Provider name (thought-log footer).
-        tap: An optional pass-through operator on the states (``--stop KIND@N``, progress).
+        guards: The stage 03 guards the adapter declares (``adapter.guards``); ``None``: none.
+        pipeline: The stages to run (``Pipeline.default()`` when ``None``).
         timeline: Records what each stage does and when (``rxcord.operators.timeline``); without it
             no recording operator is added at all.
         describe: The provider's error description function (the error embed's text).
@@ -228,13 +153,21 @@ def build_chain(
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
     """
-    branch = delivery_branch(config, send, stop_sink, timeline=timeline, describe=describe, merge=merge)
+    stages = pipeline or Pipeline.default()
+    context = StageContext(
+        config=config,
+        normalizer=normalizer,
+        stops=stops,
+        stop_sink=stop_sink,
+        send=send,
+        merge=merge,
+        describe=describe,
+        guards=guards or Guards(),
+        provider=provider,
+    )
+    branch = stages.build_delivery(context, timeline)
     if timeline is not None:
         source = source.pipe(timeline.raw_tap())
-    routed = source.pipe(routing(normalizer, config, stops, stop_sink, timeline))
-    if tap is not None:
-        routed = routed.pipe(tap)
-    if timeline is not None:
-        routed = routed.pipe(timeline.state_tap(stops))
+    routed: Observable[StreamState] = source.pipe(stages.build_routing(context, timeline))
     result = routed.pipe(_fan_out(branch), collect_result(stops, provider=provider))
     return result.pipe(timeline.result_tap()) if timeline is not None else result

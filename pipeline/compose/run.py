@@ -10,7 +10,6 @@ from __future__ import annotations
 __all__ = ("StreamJob", "build_stream", "run_stream", "stream_to_discord")
 
 import secrets
-from collections.abc import Callable
 
 import aiohttp
 import attrs
@@ -18,11 +17,11 @@ from loguru import logger
 from reactivex import Observable
 from rxcord.compose.accounting import abandon, begin_hold, denied_result, settle
 from rxcord.compose.chain import build_chain
+from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest
-from rxcord.core.state import StreamResult, StreamState
+from rxcord.core.state import StreamResult
 from rxcord.core.stops import StopHandle, StopRegistry
-from rxcord.core.types import Operator
 from rxcord.operators.aio import drain
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
@@ -31,8 +30,6 @@ from rxcord.providers.hooks import ProviderRequestDeniedError
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
-
-TapFactory = Callable[[StopHandle], Operator[StreamState, StreamState]]
 
 
 @attrs.frozen(kw_only=True)
@@ -48,13 +45,14 @@ class StreamJob:
     session: aiohttp.ClientSession | None = None
     resolver: MentionResolver | None = None
     """Resolves ``@name`` to a user id for mentions."""
+    pipeline: Pipeline = Pipeline()
+    """The chain's stages (``rxcord.compose.pipeline``): insert, replace or remove them by name."""
 
 
 def build_stream(
     job: StreamJob,
     stops: StopHandle,
     *,
-    tap: TapFactory | None = None,
     stats: TransportStats | None = None,
     nonce_prefix: str | None = None,
     timeline: Timeline | None = None,
@@ -84,7 +82,8 @@ def build_stream(
         provider=job.adapter.name,
         describe=job.adapter.describe_error,
         merge=delivery.merge if delivery.coalesces else None,
-        tap=tap(stops) if tap is not None else None,
+        guards=job.adapter.guards,
+        pipeline=job.pipeline,
         timeline=timeline,
     )
 
@@ -94,7 +93,6 @@ async def run_stream(
     *,
     registry: StopRegistry | None = None,
     stops: StopHandle | None = None,
-    tap: TapFactory | None = None,
     stats: TransportStats | None = None,
     nonce_prefix: str | None = None,
     timeline: Timeline | None = None,
@@ -105,7 +103,6 @@ async def run_stream(
         job: The stream to run.
         registry: Registers the stream under its channel, so ``registry.stop(channel, kind)`` reaches it.
         stops: Use this stop handle instead (ignored when *registry* is given).
-        tap: Builds a pass-through operator on the states from the stop handle.
         stats: Transport counters to fill.
         nonce_prefix: Fixed nonce prefix (reproducible payloads in tests and replays).
         timeline: Records the stream's timeline (see ``rxcord.operators.timeline``).
@@ -127,9 +124,7 @@ async def run_stream(
             except ProviderRequestDeniedError as denial:
                 return denied_result(denial)
             counters = stats if stats is not None else TransportStats()
-            chain = build_stream(
-                job, handle, tap=tap, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline
-            )
+            chain = build_stream(job, handle, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline)
             try:
                 results = await drain(chain)
             except BaseException:
@@ -163,10 +158,12 @@ async def stream_to_discord(
     session: aiohttp.ClientSession | None = None,
     registry: StopRegistry | None = None,
     resolver: MentionResolver | None = None,
+    pipeline: Pipeline | None = None,
 ) -> StreamResult:
     """Stream *request* through *adapter* into Discord: the call a bot makes per reply.
 
-    Stage 01 (``adapter.build_request``) runs here; the rest is the chain.
+    Stage 01 (``adapter.build_request``) runs here; the rest is the chain, built from
+    *pipeline* (``Pipeline.default()`` when ``None``: see ``rxcord.compose.pipeline``).
     """
     http = adapter.build_request(request, base_url=base_url, api_key=api_key, stream=True)
     cfg = config or StreamConfig()
@@ -181,5 +178,6 @@ async def stream_to_discord(
         transport=transport or TransportConfig(),
         session=session,
         resolver=resolver,
+        pipeline=pipeline or Pipeline(),
     )
     return await run_stream(job, registry=registry)

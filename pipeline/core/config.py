@@ -6,13 +6,37 @@ configuration never changes while it runs.
 
 from __future__ import annotations
 
-__all__ = ("RenderModifiers", "StreamConfig", "StreamContext")
+__all__ = ("Guards", "RenderModifiers", "StreamConfig", "StreamContext")
 
 import attrs
 from rxcord.core.types import DeliveryMode
 
 DISCORD_MESSAGE_LIMIT = 2000
 """Discord's content limit for bots, in code points."""
+
+
+@attrs.frozen(kw_only=True)
+class Guards:
+    """Which stage 03 text guards a provider's stream needs: declared by the adapter, as data.
+
+    The guards exist because some backends leak reasoning into the answer text or
+    write tool calls as prose. An adapter declares the ones its wire can need; the
+    default pipeline (``rxcord.compose.pipeline``) adds exactly those stages, and a
+    caller can add or remove them for a custom endpoint.
+    """
+
+    think_tags: bool = False
+    """Reroute ``<think>`` blocks leaked into the content into reasoning (``think_strip``)."""
+    think_start_window: int = 0
+    """Characters at the stream's start held for a stray ``</think>`` (a template-opened block).
+
+    ``0``: nothing is held, so live text starts at once; openers are still caught
+    anywhere. Only adapters whose models may open ``<think>`` in the prompt hold.
+    """
+    spill: bool = False
+    """Catch a tagless reasoning tail glued to the first visible text (``spill_guard``)."""
+    verbatim_tools: frozenset[str] = frozenset()
+    """Recover tool calls written as prose, for these exposed tool names (empty: off)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -86,6 +86,7 @@ def _run(
     chain = build_chain(
         source,
         normalizer=normalizer,
+        guards=OpenAIAdapter().guards,  # the guards stage 03 runs after this normalizer
         config=config,
         stops=handle.signals,
         stop_sink=handle.subject,

@@ -20,6 +20,7 @@ from rxcord.cli.main import main
 from rxcord.cli.progress import Progress, iterate
 from rxcord.cli.replay import ReplayOptions, run_replay
 from rxcord.compose.chain import build_chain
+from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Delivery, Segment, TypingPulse
 from rxcord.core.types import (
@@ -423,7 +424,7 @@ def test_progress_tap_counts_routed_chunks_in_a_chain() -> None:
         stops=subject,
         stop_sink=subject,
         send=_instant_send,
-        tap=progress.tap(),
+        pipeline=Pipeline.default().insert_after("accumulate", "progress", progress.tap()),
     )
     scheduler.start(lambda: chain.pipe(ops.last()))
     assert progress.count == 3  # "a", "b" and the final done chunk

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rxcord.compose.pipeline import stage03
 from rxcord.core.request import ChatRequest
 from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk
 from rxcord.providers.custom import CustomAdapter
@@ -21,7 +22,8 @@ from tests.providers.test_openai_wire import (
 
 
 def replay(adapter: CustomAdapter, name: str) -> list[ProcessedChunk]:
-    return run(adapter.new_normalizer(), raws("custom", sse_events("custom", name)))
+    # Stage 03 as the chain runs it: the normalizer and the guards the adapter declares.
+    return run(stage03(adapter)(), raws("custom", sse_events("custom", name)))
 
 
 def test_stray_closer_sends_the_start_to_thoughts() -> None:
@@ -76,7 +78,7 @@ def test_complete_json_from_a_server_that_ignored_stream() -> None:
     raw = RawStreamChunk(
         provider="custom", data=load_json("custom", "complete_text"), metadata={"complete": True}
     )
-    chunks = run(CustomAdapter().new_normalizer(), [raw])
+    chunks = run(stage03(CustomAdapter())(), [raw])
     assert text_of(chunks) == "Hi from llama.cpp"
     assert thoughts_of(chunks) == "short plan"
     (done,) = of_type(chunks, ChunkType.DONE)
@@ -116,7 +118,7 @@ def test_template_opened_think_block_routes_long_reasoning() -> None:
         "\n\nThe answer is 4.",
     ]
     for adapter, leaks in ((CustomAdapter(think_opened_by_template=True), False), (CustomAdapter(), True)):
-        normalizer = adapter.new_normalizer()
+        normalizer = stage03(adapter)()
         chunks = []
         for d in deltas:
             chunks += normalizer.feed(

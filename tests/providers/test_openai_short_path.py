@@ -72,11 +72,12 @@ def test_the_short_path_is_taken_for_plain_deltas() -> None:
     normalizer = OpenAIAdapter().new_normalizer()
     assert isinstance(normalizer, ChatCompletionsNormalizer)
     data = {"choices": [{"index": 0, "delta": {"content": "Hello"}, "finish_reason": None}]}
-    # Held at first (the think-tag start window), released by the next deltas: both the short way.
-    assert normalizer._plain_delta(data) == []
+    # The normalizer holds nothing (the think-tag window is a later stage): the text comes out at once.
+    (chunk,) = normalizer._plain_delta(data) or []
+    assert chunk.content == "Hello"
     long = {"choices": [{"index": 0, "delta": {"content": " world. " * 40}, "finish_reason": None}]}
     released = normalizer._plain_delta(long)
-    assert released is not None and "".join(chunk.content for chunk in released).startswith("Hello world.")
+    assert released is not None and "".join(c.content for c in released) == " world. " * 40
     assert normalizer._plain_delta({**data, "usage": {"prompt_tokens": 1}}) is None
     assert normalizer._plain_delta({**data, "provider": "Fireworks"}) is None
 

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
+from rxcord.compose.pipeline import stage03
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
 from rxcord.core.types import (
@@ -661,7 +662,7 @@ def _split(text: str, cuts: list[int]) -> list[str]:
 def test_output_does_not_depend_on_delta_boundaries(cuts: list[int]) -> None:
     """However the backend splits content, the visible text and the reasoning are the same."""
     events = [{"choices": [{"index": 0, "delta": {"content": piece}}]} for piece in _split(_LEAK, cuts)]
-    chunks = run(ChatCompletionsNormalizer(provider="custom"), raws("custom", events))
+    chunks = run(stage03(CustomAdapter())(), raws("custom", events))
     assert text_of(chunks) == "Hello there, friend. `code.Here` stays."
     assert thoughts_of(chunks) == "plan the reply"
 

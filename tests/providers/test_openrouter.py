@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rxcord.compose.pipeline import stage03
 from rxcord.core.request import ChatRequest, Message, Role, SamplerSettings
 from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk, ThoughtKind
 from rxcord.providers.degrade import Degrader
@@ -25,7 +26,8 @@ ADAPTER = OpenRouterAdapter()
 
 
 def replay(name: str) -> list[ProcessedChunk]:
-    return run(ADAPTER.new_normalizer(), raws("openrouter", sse_events("openrouter", name)))
+    # Stage 03 as the chain runs it: the normalizer and the guards the adapter declares.
+    return run(stage03(ADAPTER)(), raws("openrouter", sse_events("openrouter", name)))
 
 
 def test_reasoning_sent_twice_in_one_delta_is_counted_once() -> None:

@@ -1,0 +1,145 @@
+"""Fusable stages: per-stream transducers that run as one Rx operator when adjacent.
+
+Several pure stages of the chain (stage 03's normalizer and its text guards) are,
+underneath, per-stream *transducers*: each item in gives zero or more items out,
+and the end of the stream may release what was held. Written as separate Rx
+operators, each costs an observer hop per item; written as one, they cannot be
+taken apart. ``Fusable`` is both: an ordinary operator (``source.pipe(op)``) that
+also exposes its transducer factory, so ``fuse`` can join a run of adjacent
+fusable stages into ONE operator (one subscription, one hop per item), the way
+RxJava fuses ``map``/``filter`` chains. The composable pipeline
+(``rxcord.compose.pipeline``) fuses every run of adjacent fusable stages; an
+operator inserted between two of them splits the run there, and nothing else
+changes.
+
+Semantics (the same as the separate operators would have):
+
+- per subscription, every stage gets a fresh transducer;
+- an item goes through the stages in order; what stage *i* emits is fed to stage
+  *i + 1* at once (so the order of items is kept exactly);
+- at completion, stage 0 finishes first and what it releases goes through the
+  later stages, then stage 1 finishes, and so on; then ``on_completed``;
+- a transducer that raises ends the stream with ``on_error`` (a stage that turns
+  its own failures into data, like the normalizer, catches them itself);
+- upstream errors pass through; what the transducers held is then dropped.
+
+.. marble::
+    -a---b---|                 one item in
+    [ fuse(normalize, think_strip, spill_guard) ]
+    -A---B---(C,|)             the items the last stage emits; C: released at the end
+"""
+
+from __future__ import annotations
+
+__all__ = ("Fusable", "Transducer", "TransducerFactory", "fuse")
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from reactivex import Observable, abc
+
+
+class Transducer(Protocol):
+    """A per-stream transformation: items in, zero or more items out, a release at the end."""
+
+    def feed(self, item: Any) -> Sequence[Any]:
+        """The items *item* becomes (possibly none: held back)."""
+        ...
+
+    def finish(self) -> Sequence[Any]:
+        """The stream ended: what is still held."""
+        ...
+
+
+TransducerFactory = Callable[[], Transducer]
+"""Makes the per-subscription transducer of a stage."""
+
+
+class Fusable:
+    """An Rx operator backed by a transducer factory, fusable with its fusable neighbours."""
+
+    __slots__ = ("factory", "name")
+
+    def __init__(self, factory: TransducerFactory, name: str = "") -> None:
+        self.factory = factory
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Fusable({self.name or self.factory!r})"
+
+    def __call__(self, source: Observable[Any]) -> Observable[Any]:
+        factory = self.factory
+
+        def subscribe(
+            observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            transducer = factory()
+            feed = transducer.feed
+            emit = observer.on_next
+
+            def on_next(item: Any) -> None:
+                try:
+                    out = feed(item)
+                except Exception as exc:
+                    observer.on_error(exc)
+                    return
+                for produced in out:
+                    emit(produced)
+
+            def on_completed() -> None:
+                try:
+                    out = transducer.finish()
+                except Exception as exc:
+                    observer.on_error(exc)
+                    return
+                for produced in out:
+                    emit(produced)
+                observer.on_completed()
+
+            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+
+class _Chain:
+    """The transducers of fused stages, run in order (per subscription)."""
+
+    __slots__ = ("_stages",)
+
+    def __init__(self, stages: list[Transducer]) -> None:
+        self._stages = stages
+
+    def feed(self, item: Any) -> Sequence[Any]:
+        items: Sequence[Any] = (item,)
+        for stage in self._stages:
+            if len(items) == 1:
+                items = stage.feed(items[0])
+            else:
+                items = [out for one in items for out in stage.feed(one)]
+            if not items:
+                return ()
+        return items
+
+    def finish(self) -> Sequence[Any]:
+        released: list[Any] = []
+        stages = self._stages
+        for index, stage in enumerate(stages):
+            items: Sequence[Any] = stage.finish()
+            for later in stages[index + 1 :]:
+                if not items:
+                    break
+                items = [out for one in items for out in later.feed(one)]
+            released.extend(items)
+        return released
+
+
+def fuse(stages: Sequence[Fusable]) -> Fusable:
+    """One fusable operator that runs *stages* in order (see the module docstring)."""
+    if len(stages) == 1:
+        return stages[0]
+    factories = [stage.factory for stage in stages]
+
+    def factory() -> Transducer:
+        return _Chain([make() for make in factories])
+
+    return Fusable(factory, "+".join(stage.name for stage in stages))
