@@ -28,6 +28,7 @@ from typing import Any
 import aiohttp
 import attrs
 from loguru import logger
+from rxcord.compose.pipeline import Pipeline
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message, Role, TextPart
@@ -121,6 +122,7 @@ async def run_turn(
     session: aiohttp.ClientSession | None = None,
     transport: TransportConfig | None = None,
     resolver: MentionResolver | None = None,
+    pipeline: Pipeline | None = None,
 ) -> TurnResult:
     """Answer one user message: fallback across candidates, tool loop, one notice on failure.
 
@@ -136,6 +138,7 @@ async def run_turn(
         session: Shared aiohttp session.
         transport: Transport limits.
         resolver: Mention resolver.
+        pipeline: The chain's stages for every stream of the turn (``Pipeline.default()``: ``None``).
     """
     if not candidates:
         raise ValueError("run_turn needs at least one candidate")
@@ -149,6 +152,7 @@ async def run_turn(
         session=session,
         transport=transport,
         resolver=resolver,
+        pipeline=pipeline,
     )
     attempts: list[Attempt] = []
     results: list[StreamResult] = []
@@ -190,6 +194,7 @@ class _Env:
     session: aiohttp.ClientSession | None
     transport: TransportConfig | None
     resolver: MentionResolver | None
+    pipeline: Pipeline | None = None
 
 
 async def _with_fallback(
@@ -209,6 +214,7 @@ async def _with_fallback(
             session=env.session,
             registry=env.registry,
             resolver=env.resolver,
+            pipeline=env.pipeline,
         )
         attempts.append(Attempt(label=candidate.label, status=result.status, error=result.error))
         error = result.error
