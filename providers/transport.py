@@ -38,7 +38,6 @@ __all__ = ("TransportConfig", "TransportStats", "is_custom_endpoint", "stream_so
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncGenerator, Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -49,6 +48,7 @@ import reactivex
 from loguru import logger
 from reactivex import abc
 from reactivex.disposable import Disposable
+from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
@@ -447,12 +447,13 @@ def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChun
         except ValueError:
             pass  # the standard library decides (and words the error)
         else:
-            return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
+            if not safe_json.too_deep(data):
+                return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
     text = data.decode("utf-8", errors="replace")
     try:
-        decoded = json.loads(text)
-    except ValueError:
-        return _malformed(provider, f"malformed SSE data (not JSON) in event {event or 'message'}", text)
+        decoded = safe_json.loads(text)
+    except safe_json.MalformedJsonError as exc:
+        return _malformed(provider, f"malformed SSE data in event {event or 'message'} ({exc})", text)
     return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
 
 
@@ -473,7 +474,8 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> str:
 
 
 def _decode_json(text: str) -> Any:
+    """The JSON value of *text*; *text* itself when it is not JSON (or nested too deeply)."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return safe_json.loads(text)
+    except safe_json.MalformedJsonError:
         return text
