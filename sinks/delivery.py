@@ -31,6 +31,7 @@ import reactivex
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
+from reactivex.subject import Subject
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse
@@ -66,10 +67,44 @@ class DiscordDelivery:
     stopped: StopKind | None = None
     timeline: Timeline | None = None
     """Records typing calls, sends, pauses and refusals (``None``: nothing is recorded)."""
+    signals: Observable[StopSignal] | None = None
+    """The stream's stop signals (default: *stops*, when it is also observable, as a stop subject is)."""
     _rng: random.Random = attrs.field(init=False)
+    _hurry: bool = attrs.field(init=False, default=False)
+    """A user stop or an interrupt arrived: no more pacing pauses."""
+    _cut: Subject[None] = attrs.field(init=False, factory=Subject)
+    """Fires when a stop cuts the pause in progress."""
+    _dropped: bool = attrs.field(init=False, default=False)
+    """An interrupt discarded at least one message."""
 
     def __attrs_post_init__(self) -> None:
         self._rng = random.Random(self.config.render.seed)
+        signals = self.signals
+        if signals is None and isinstance(self.stops, Observable):
+            signals = self.stops
+        if signals is not None:
+            signals.subscribe(self._on_stop)
+
+    def _on_stop(self, signal: StopSignal) -> None:
+        """Stops are obeyed at once: pauses end; an interrupt (or a kill) discards what is still queued.
+
+        A user stop only ends the pacing (the rest of the text is still sent, as the
+        flusher releases it). Internal stops raised by this delivery are handled in ``_stop``.
+        """
+        kind = signal.kind
+        if kind not in (StopKind.USER, StopKind.INTERRUPT, StopKind.KILL):
+            return
+        self._hurry = True
+        if kind is not StopKind.USER and self.stopped is None:
+            self.stopped = kind
+            _log.info("delivery interrupted: {kind}; queued messages discarded", kind=kind.value)
+        self._cut.on_next(None)
+
+    def _outcome(self) -> StopKind | None:
+        """The stop to report on a delivery: an interrupt only when it discarded something."""
+        if self.stopped in (StopKind.INTERRUPT, StopKind.KILL) and not self._dropped:
+            return None
+        return self.stopped
 
     def send(self, item: Segment | TypingPulse) -> Observable[Delivery]:
         """The observable that delivers *item* (lazy: nothing happens until subscribed)."""
@@ -77,8 +112,12 @@ class DiscordDelivery:
             if self.stopped is not None:
                 return reactivex.just(Delivery())
             return from_coro(self._typing)
-        if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
+        if item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
             return reactivex.just(Delivery(segment=item))
+        if self.stopped is not None:
+            if self.stopped in (StopKind.INTERRUPT, StopKind.KILL):
+                self._dropped = True
+            return reactivex.just(Delivery(segment=item, stopped=self._outcome()))
         if self.config.render.paced_messages and self.config.delivery is DeliveryMode.LIVE:
             steps = self._steps(item)
             return reactivex.concat(*steps).pipe(ops.to_list(), ops.map(_Pack(self, item)))
@@ -127,15 +166,18 @@ class DiscordDelivery:
         steps: list[Observable[SentMessage | None]] = []
         for index, payload in enumerate(self.payloads(segment)):
             if self.delivered > 0 or index > 0:
-                steps.append(self._pause(len(payload.get("content", ""))))
+                steps.append(reactivex.defer(_Pause(self, len(payload.get("content", "")))))
             steps.append(from_coro(_Send(self, payload)))
         return steps
 
     def _pause(self, length: int) -> Observable[SentMessage | None]:
-        # Typing, then a delay scaled to the message length plus a seeded random pause.
+        # Typing, then a delay scaled to the message length plus a seeded random pause; a stop
+        # cuts the pause at once (and skips those not yet started).
         delay = min(_TYPING_CAP, length * _TYPING_SECONDS_PER_CHAR) + self._rng.uniform(0.0, 0.6)
+        if self._hurry:
+            return reactivex.empty()
         typing: Observable[Any] = from_coro(self._typing)
-        wait: Observable[Any] = reactivex.timer(delay)
+        wait: Observable[Any] = reactivex.timer(delay).pipe(ops.take_until(self._cut))
         if self.timeline is not None:
             wait = reactivex.defer(_Paused(self.timeline, delay, wait))
         return reactivex.concat(typing, wait).pipe(ops.ignore_elements())
@@ -188,6 +230,8 @@ class DiscordDelivery:
 
     async def _send_one(self, payload: Mapping[str, Any]) -> SentMessage | None:
         if self.stopped is not None:
+            if self.stopped in (StopKind.INTERRUPT, StopKind.KILL):
+                self._dropped = True
             return None
         if self.delivered >= self.config.max_messages:
             self._stop(StopKind.SEND_MESSAGE_LIMIT)
@@ -240,7 +284,18 @@ class _SendAll:
             message = await self.delivery._send_one(payload)
             if message is not None:
                 sent.append(message)
-        return Delivery(segment=self.segment, messages=tuple(sent), stopped=self.delivery.stopped)
+        return Delivery(segment=self.segment, messages=tuple(sent), stopped=self.delivery._outcome())
+
+
+@attrs.frozen
+class _Pause:
+    """Plans a pacing pause when its turn comes (so a stop that came first skips it)."""
+
+    delivery: DiscordDelivery
+    length: int
+
+    def __call__(self, _: abc.SchedulerBase) -> Observable[SentMessage | None]:
+        return self.delivery._pause(self.length)
 
 
 @attrs.frozen
@@ -263,4 +318,4 @@ class _Pack:
 
     def __call__(self, sent: list[SentMessage | None]) -> Delivery:
         messages = tuple(m for m in sent if m is not None)
-        return Delivery(segment=self.segment, messages=messages, stopped=self.delivery.stopped)
+        return Delivery(segment=self.segment, messages=messages, stopped=self.delivery._outcome())

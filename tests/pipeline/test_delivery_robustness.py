@@ -8,18 +8,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 import pytest
 import reactivex
+from reactivex.subject import Subject
 from rxcord.compose.chain import build_chain
 from rxcord.core.config import RenderModifiers, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
-from rxcord.core.state import StreamResult
+from rxcord.core.state import SentMessage, StreamResult
 from rxcord.core.stops import StopHandle
-from rxcord.core.types import DeliveryMode, ProcessedChunk, RawStreamChunk, StreamStatus
+from rxcord.core.types import DeliveryMode, ProcessedChunk, RawStreamChunk, StopKind, StreamStatus
 from rxcord.operators.aio import drain
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
@@ -94,3 +95,128 @@ def test_failing_typing_between_paced_messages_never_aborts_the_reply() -> None:
     assert result.status is StreamStatus.COMPLETED
     assert "".join(sink.contents()).replace("\n", "") == "One.Two.Three."
     assert sink.typing_calls >= 1
+
+
+# ------------------------------------------------------------------------------------ stops at once
+
+
+class _GateSink(MemorySink):
+    """A memory sink whose message number *hold_at* waits until ``release`` (and may stop first)."""
+
+    def __init__(self, hold_at: int = 0) -> None:
+        super().__init__()
+        self.hold_at = hold_at
+        self.gate = asyncio.Event()
+        self.holding = asyncio.Event()
+
+    async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+        if self.send_calls + 1 == self.hold_at:
+            self.holding.set()
+            await self.gate.wait()
+        return await super().create_message(context, payload)
+
+
+LONG_PAUSES = {"_TYPING_CAP": 3600.0, "_TYPING_SECONDS_PER_CHAR": 100.0}
+"""Pacing pauses of an hour: a stop that did not cut them would hit the test's timeout."""
+
+
+@pytest.fixture
+def long_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rxcord.sinks.delivery as delivery_module
+
+    for name, value in LONG_PAUSES.items():
+        monkeypatch.setattr(delivery_module, name, value)
+
+
+def _paced(**kw: Any) -> StreamConfig:
+    render = RenderModifiers(paced_messages=True, seed=3)
+    return StreamConfig(
+        delivery=DeliveryMode.LIVE, typing_interval=0, render=render, live_idle_flush=0.01, **kw
+    )
+
+
+@pytest.mark.usefixtures("long_pauses")
+@pytest.mark.parametrize("kind", [StopKind.INTERRUPT, StopKind.USER])
+def test_stop_cuts_a_paced_pause_after_the_provider_finished(kind: StopKind) -> None:
+    """The provider is done, message 2 waits behind an hour-long pause: a stop ends the wait at once.
+
+    An interrupt discards the rest (``follow_up_interrupt``); a user stop sends it without pauses.
+    """
+    sink = MemorySink()
+    handle = StopHandle("1")
+
+    async def main() -> StreamResult:
+        loop = asyncio.get_running_loop()
+        chain = _chain(_raw("One.\n\n", "Two.\n\n", "Three."), sink, _paced(), handle)
+        task = asyncio.ensure_future(drain(chain))
+        while not sink.contents():
+            await asyncio.sleep(0.01)
+        loop.call_later(0.05, handle.stop, kind)
+        return (await asyncio.wait_for(task, 60))[-1]
+
+    result = asyncio.run(main())
+    if kind is StopKind.INTERRUPT:
+        assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
+        assert sink.contents() == ["One."]
+    else:
+        assert result.status is StreamStatus.COMPLETED
+        assert "".join(sink.contents()).replace("\n", "") == "One.Two.Three."
+
+
+def test_interrupt_after_the_provider_finished_discards_queued_sends() -> None:
+    """Message 1 is in flight, the rest queued, the provider done: an interrupt sends nothing more."""
+    sink = _GateSink(hold_at=1)
+    handle = StopHandle("1")
+    config = StreamConfig(delivery=DeliveryMode.LIVE, typing_interval=0, live_idle_flush=0.01)
+
+    async def main() -> StreamResult:
+        source = _raw("One.\n\n", "Two.\n\n", "Three.\n\n", "Four.")
+        task = asyncio.ensure_future(drain(_chain(source, sink, config, handle)))
+        await sink.holding.wait()
+        handle.stop(StopKind.INTERRUPT)
+        sink.gate.set()
+        return (await asyncio.wait_for(task, 60))[-1]
+
+    result = asyncio.run(main())
+    assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
+    assert len(sink.contents()) == 1 and sink.contents()[0].startswith("One.")
+    assert result.accumulated_text.strip() == sink.contents()[0]
+
+
+def test_interrupt_during_generation_discards_queued_sends() -> None:
+    """The provider still streams, sends are queued behind message 1: an interrupt drops them all."""
+    sink = _GateSink(hold_at=1)
+    handle = StopHandle("1")
+    config = StreamConfig(delivery=DeliveryMode.LIVE, typing_interval=0, live_idle_flush=0.01)
+    source: Subject[RawStreamChunk] = Subject()
+
+    async def main() -> StreamResult:
+        task = asyncio.ensure_future(drain(_chain(source, sink, config, handle)))
+        await asyncio.sleep(0)
+        for text in ("One.\n\n", "Two.\n\n", "Three.\n\n", "Four.\n\n", "Five"):
+            source.on_next(RawStreamChunk(provider="t", data=text))
+        await sink.holding.wait()
+        for _ in range(5):
+            await asyncio.sleep(0.02)  # let the idle flush queue what it can
+        handle.stop(StopKind.INTERRUPT)
+        sink.gate.set()
+        return (await asyncio.wait_for(task, 60))[-1]
+
+    result = asyncio.run(main())
+    assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
+    assert len(sink.contents()) == 1 and sink.contents()[0].startswith("One.")
+
+
+def test_interrupt_after_everything_was_delivered_changes_nothing() -> None:
+    """A late interrupt with nothing left to discard: the stream stays ``completed``."""
+    sink = MemorySink()
+    handle = StopHandle("1")
+    config = StreamConfig(delivery=DeliveryMode.LIVE, typing_interval=0, live_idle_flush=0.01)
+
+    async def main() -> StreamResult:
+        result = (await drain(_chain(_raw("Done."), sink, config, handle)))[-1]
+        handle.stop(StopKind.INTERRUPT)
+        return result
+
+    result = asyncio.run(main())
+    assert result.status is StreamStatus.COMPLETED and sink.contents() == ["Done."]
