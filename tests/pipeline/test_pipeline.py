@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -113,7 +114,7 @@ def _chain_for(adapter: Any, pipeline: Pipeline, events: Sequence[Any]) -> Obser
 
 
 def test_stage03_runs_as_one_operator_no_more_hops_than_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    """normalize + think_strip + spill_guard fuse: 4 routing operators, as the chain had before guards moved."""
+    """normalize + think_strip + spill_guard fuse: 4 routing operators, as before the guards moved."""
     recorder = _Recorder(monkeypatch)
     _chain_for(OpenAIAdapter(), Pipeline.default(), [])
     routing = next(ops_ for ops_ in recorder.calls if any(isinstance(op, Fusable) for op in ops_))
@@ -201,7 +202,7 @@ def _fused(pieces: Sequence[str]) -> list[ProcessedChunk]:
 @given(st.lists(st.integers(min_value=1, max_value=len(LEAK) - 1), unique=True, max_size=12))
 def test_fused_stage03_emits_exactly_what_separate_operators_emit(cuts: list[int]) -> None:
     bounds = [0, *sorted(cuts), len(LEAK)]
-    pieces = [LEAK[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    pieces = [LEAK[a:b] for a, b in itertools.pairwise(bounds)]
     assert _fused(pieces) == _separately(pieces)
 
 
