@@ -94,7 +94,11 @@ class ResultBuilder:
         if segment is None:
             return
         if segment.kind is SegmentKind.TEXT and delivery.messages:
-            self.delivered.append(segment.text)
+            if delivery.partial:
+                # Cut short by a stop: only what Discord accepted counts as delivered.
+                self.delivered.append("\n".join(_content(message) for message in delivery.messages))
+            else:
+                self.delivered.append(segment.text)
         elif segment.kind is SegmentKind.THOUGHT:
             self.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=segment.text))
         elif segment.kind is SegmentKind.DETAILS:
@@ -138,6 +142,11 @@ class ResultBuilder:
             blocked = state.error.type is ErrorType.CONTENT_BLOCKED
             return FinishReason.CONTENT_FILTER if blocked else FinishReason.ERROR
         return state.finish_reason
+
+
+def _content(message: SentMessage) -> str:
+    content = message.payload.get("content")
+    return content if isinstance(content, str) else ""
 
 
 def _is_kill(signal: StopSignal) -> bool:

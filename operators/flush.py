@@ -90,16 +90,10 @@ from rxcord.core.types import (
     StopSignal,
     StreamStatus,
 )
-from rxcord.operators.markdown_scan import (
-    Cut,
-    CutList,
-    Fence,
-    Level,
-    MarkdownScanner,
-    NullCuts,
-    TableSpan,
-    render_table,
-)
+from rxcord.operators.cut_policy import QUOTE, Fence, Level, choose, half_full, opening, rank
+from rxcord.operators.markdown_scan import MarkdownScanner
+from rxcord.operators.md_cuts import Cut, CutList, NullCuts
+from rxcord.operators.md_tables import TableSpan, render_table
 from rxcord.operators.quiet_timer import QuietTimer
 from rxcord.operators.reasoning_tags import (
     CLOSE_RE,
@@ -113,7 +107,6 @@ _log = logger.bind(stage="05-flush")
 
 _MAX_TAG: Final = 64
 """Longest tag recognised (matches ``reasoning_tags``): a longer ``<...`` is text."""
-_QUOTE: Final = ">>> "
 
 _PARAGRAPH: Final = int(Level.PARAGRAPH)
 _VISIBLE: Final = 0
@@ -419,7 +412,7 @@ class Flusher:
         """Characters that fit before the held text reaches a message (a fence close included)."""
         fence = self._scanner.fence
         limit = self.config.message_limit - (len(fence.close) if fence is not None else 0)
-        held = len(self._reopen) + (len(_QUOTE) if self._quoted else 0) + self._fed - self._base
+        held = len(self._reopen) + (len(QUOTE) if self._quoted else 0) + self._fed - self._base
         return limit - held
 
     def _drain(self) -> None:
@@ -471,9 +464,12 @@ class Flusher:
                 candidates.append(self._best_fenced)
             if not candidates:
                 return
-            half = self._base + (self.config.message_limit - len(self._reopen)) // 2
-            upper = [cut for cut in candidates if cut.end >= half]
-            cut = max(upper, key=_overflow_key) if upper else max(candidates, key=_end_key)
+            budget = self.config.message_limit - len(self._reopen) - (len(QUOTE) if self._quoted else 0)
+            ranked = sorted(
+                ((c.end, rank(c.level, c.fence is not None), c) for c in candidates), reverse=True
+            )
+            cut = choose(ranked, half_full(self._base, budget))
+            assert cut is not None
             self._release(cut.start, cut.fence)
 
     def _release(self, upto: int, fence: Fence | None) -> None:
@@ -482,8 +478,9 @@ class Flusher:
         cut = upto - self._base
         piece, rest = text[:cut], text[cut:]
         piece = self._render_tables(piece, upto)
-        quote = _QUOTE if self._quoted and not piece.startswith(">>>") else ""
-        segment_text = quote + self._reopen + piece + (fence.close if fence is not None else "")
+        segment_text = (
+            opening(self._quoted, piece, self._reopen) + piece + (fence.close if fence is not None else "")
+        )
         self._pieces = TextBuffer(rest)
         self._base = upto
         self._reopen = fence.reopen(self.config.message_limit) if fence is not None else ""
@@ -535,16 +532,12 @@ class Flusher:
         return out
 
 
+def _by_end(candidate: tuple[int, int, Cut]) -> tuple[int, int]:
+    return candidate[0], candidate[1]
+
+
 def _idle_key(cut: Cut) -> tuple[int, int]:
     return (int(cut.level), cut.start)
-
-
-def _overflow_key(cut: Cut) -> tuple[int, bool, int]:
-    return (int(cut.level), cut.fence is None, cut.end)
-
-
-def _end_key(cut: Cut) -> int:
-    return cut.end
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,71 +1,21 @@
-"""The vocabulary of cut points: where a text may be cut, and the fenced block a cut falls in.
+"""Cut points as recorded: where a text may be cut, and where its fenced blocks lie.
 
 ``MarkdownScanner`` (``rxcord.operators.markdown_scan``) records these; the cut
-policy (``rxcord.operators.cut_policy``) chooses among them for both the live
-flusher (stage 05) and the message splitter (stage 07).
+policy (``rxcord.operators.cut_policy``, which also defines ``Level`` and
+``Fence``, re-exported here) chooses among them for both the live flusher
+(stage 05) and the message splitter (stage 07).
 """
 
 from __future__ import annotations
 
 __all__ = ("Cut", "CutList", "Fence", "FenceSpan", "Level", "NullCuts")
 
-import enum
+
 from array import array
 from collections.abc import Iterator
 
 import attrs
-
-
-class Level(enum.IntEnum):
-    """How natural a cut point is; higher is better."""
-
-    WORD = 1
-    SENTENCE = 2
-    LINE = 3
-    PARAGRAPH = 4
-
-
-@attrs.frozen
-class Fence:
-    """An open fenced code block."""
-
-    opener: str
-    """The opening line as written (indentation and info string included, no line break)."""
-    char: str
-    """The fence character: ``"`"`` or ``"~"``."""
-    length: int
-    """How many fence characters opened the block; a closing line needs at least as many."""
-
-    @property
-    def marker(self) -> str:
-        """The fence characters of the opening line (``"```"``)."""
-        return self.char * self.length
-
-    @property
-    def close(self) -> str:
-        """Text appended to a piece cut inside the block: a line break, then the marker.
-
-        The line break is always added, so the close text can be removed
-        unambiguously; Discord drops blank lines at the end of a block.
-        """
-        return "\n" + self.marker
-
-    def reopen(self, limit: int) -> str:
-        """Text that starts the piece after a cut: the opening line (language kept) and a line break.
-
-        A ``>>> `` before the marker is left out: quotes are reopened on their own.
-
-        An opening line longer than a quarter of *limit* is replaced by the bare
-        marker (or by three fence characters when even the marker is that long),
-        so a piece always has room for content.
-        """
-        line = self.opener.strip()
-        if line.startswith(">>>"):
-            # The quote is reopened separately (it spans the whole message).
-            line = line[3:].lstrip()
-        if len(line) > limit // 4:
-            line = self.marker if self.length <= limit // 4 else self.char * 3
-        return line + "\n"
+from rxcord.operators.cut_policy import Fence, Level
 
 
 @attrs.frozen

@@ -37,6 +37,7 @@ from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse
 from rxcord.core.types import DeliveryMode, SegmentKind, StopKind, StopSignal
 from rxcord.operators.aio import from_coro
+from rxcord.operators.cut_policy import join
 from rxcord.operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
 from rxcord.operators.timeline import DELIVERY, Timeline
 from rxcord.sinks.base import DiscordSink
@@ -146,7 +147,7 @@ class DiscordDelivery:
         if isinstance(first, TypingPulse):
             return second
         if first.kind is SegmentKind.TEXT and second.kind is SegmentKind.TEXT:
-            return Segment(kind=SegmentKind.TEXT, text=first.text + second.text, final=second.final)
+            return Segment(kind=SegmentKind.TEXT, text=join(first.text, second.text), final=second.final)
         return None
 
     def payloads(self, segment: Segment) -> list[dict[str, Any]]:
@@ -280,11 +281,17 @@ class _SendAll:
 
     async def __call__(self) -> Delivery:
         sent: list[SentMessage] = []
-        for payload in self.delivery.payloads(self.segment):
+        payloads = self.delivery.payloads(self.segment)
+        for payload in payloads:
             message = await self.delivery._send_one(payload)
             if message is not None:
                 sent.append(message)
-        return Delivery(segment=self.segment, messages=tuple(sent), stopped=self.delivery._outcome())
+        return Delivery(
+            segment=self.segment,
+            messages=tuple(sent),
+            stopped=self.delivery._outcome(),
+            partial=len(sent) < len(payloads),
+        )
 
 
 @attrs.frozen
@@ -318,4 +325,7 @@ class _Pack:
 
     def __call__(self, sent: list[SentMessage | None]) -> Delivery:
         messages = tuple(m for m in sent if m is not None)
-        return Delivery(segment=self.segment, messages=messages, stopped=self.delivery._outcome())
+        partial = len(messages) < len(sent)  # a skipped send is a None; pauses emit nothing
+        return Delivery(
+            segment=self.segment, messages=messages, stopped=self.delivery._outcome(), partial=partial
+        )

@@ -4,7 +4,9 @@ Discord refuses content longer than 2000 code points (``len(str)``), and a
 message boundary ends every markdown construct open at it. ``split_message``
 cuts where a reader would pause and repairs what a cut must break:
 
-* Cut points come from ``rxcord.operators.markdown_scan.MarkdownScanner``: paragraph
+* Cut points come from ``rxcord.operators.markdown_scan.MarkdownScanner``; which
+  one is taken, and how a cut is repaired, is the cut policy
+  (``rxcord.operators.cut_policy``, shared with the live flusher): paragraph
   break, then line break, then sentence end, then space; never inside inline
   code, a mention, a channel or role, a slash command, a custom emoji, a
   timestamp, a URL (bare or ``<...>``), a masked link, a table, or a grapheme
@@ -19,16 +21,23 @@ cuts where a reader would pause and repairs what a cut must break:
   one with the same opening line (language kept) and a line break
   (``Fence.close`` and ``Fence.reopen``). A text ending inside an unclosed
   block gets the same close at its end, so every message has balanced fences.
+  A block holding a rendered table (header row, then a ``-+-`` rule) is cut
+  between rows, never right under its header, and each later message repeats
+  the header and the rule.
+* An inline code span too long for one message is written as a fenced block
+  (on lines of its own, without its backticks) and cut like one.
 * After a ``>>> `` line (quote to the end of the message) every later message
   starts with ``>>> `` again, unless it already starts with ``>>>``.
 
 What may be lost (and nothing else): whitespace at both ends of *text* and,
 at each cut outside a fenced block, the whole whitespace run of the cut
 (including the whitespace at the end of a hard-cut message and at the start of
-the next). Discord trims message content anyway. Cuts inside a fenced block
+the next); a message that would hold only fence lines and whitespace (an empty
+block). Discord trims message content anyway. Cuts inside a fenced block
 drop nothing, so code indentation survives. Removing each added close (at the
 end of a message) and reopen/``>>> `` prefix (at the start of the next) and
-joining the messages with the dropped whitespace gives back the stripped text.
+joining the messages with the dropped whitespace gives back the stripped text
+(for text without a code span longer than a message).
 
 Known limits: emphasis spans (``**``, ``__``, ``~~``, ``||``) are not
 reopened after a cut that falls inside them (cuts prefer line and paragraph
@@ -38,26 +47,30 @@ limit cannot be kept balanced.
 
 from __future__ import annotations
 
-__all__ = ("MIN_LIMIT", "split_message")
+__all__ = ("MIN_LIMIT", "cut_pieces", "split_message")
 
 import bisect
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from rxcord.core.config import DISCORD_MESSAGE_LIMIT
-from rxcord.operators.markdown_scan import (
-    Cut,
+from rxcord.operators.cut_policy import (
+    QUOTE,
     Fence,
-    FenceSpan,
-    Level,
-    MarkdownScanner,
-    is_grapheme_boundary,
-    token_spans,
+    choose,
+    half_full,
+    is_blank_piece,
+    opening,
+    rank,
+    table_header,
 )
+from rxcord.operators.graphemes import is_grapheme_boundary
+from rxcord.operators.markdown_scan import MarkdownScanner
+from rxcord.operators.md_cuts import Cut, FenceSpan
+from rxcord.operators.md_tokens import token_spans
 
 _FENCE_RUN: Final = re.compile(r"`{3,}|~{3,}")
-
-_PARAGRAPH: Final = int(Level.PARAGRAPH)
 
 MIN_LIMIT: Final = 32
 """Smallest limit accepted: room for a fence close, a reopened fence, a ``>>> `` and some content."""
@@ -66,9 +79,9 @@ MIN_LIMIT: Final = 32
 def split_message(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
     """Split *text* into Discord messages of at most *limit* code points.
 
-    Messages are never empty and never whitespace-only; see the module
-    docstring for where cuts go, how fences and ``>>> `` quotes are repaired,
-    and exactly which whitespace is dropped.
+    Messages are never empty, never whitespace-only and never only fence lines
+    and whitespace; see the module docstring for where cuts go, how fences,
+    tables and ``>>> `` quotes are repaired, and exactly what is dropped.
 
     Args:
         text: The text of one segment.
@@ -89,13 +102,62 @@ def split_message(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
         # Fits, and holds no fence or block quote that could need closing: nothing to cut
         # (the common case of a live segment; skips scanning the whole text).
         return [body]
-    scanner = MarkdownScanner()
-    scanner.feed(body)
-    scanner.finish()
-    return _Splitter(body, limit, scanner).split()
+    _, messages = cut_pieces(body, limit)
+    return [message for message in messages if not is_blank_piece(message)]
+
+
+def cut_pieces(body: str, limit: int) -> tuple[str, list[str]]:
+    """The text *body* is cut as (long code spans written as blocks) and every piece, blank ones too.
+
+    ``split_message`` without its first and last steps (stripping the text,
+    dropping pieces that hold only fence lines and whitespace); for tests and
+    tools that rebuild the text from its pieces.
+    """
+    scanner = _scan(body)
+    if len(body) > limit:
+        blocks = _code_spans_as_blocks(body, scanner.fences, limit)
+        if blocks != body:
+            body = blocks
+            scanner = _scan(body)
+    return body, _Splitter(body, limit, scanner).split()
 
 
 _MAY_NEED_REPAIR: Final = re.compile(r"```|~~~|>>>")
+_CODE_SPAN: Final = re.compile(r"(?<!`)(`{1,2})(?!`)((?:[^`\n]|\n(?![ \t]*\n))+?)(?<!`)\1(?!`)")
+"""Inline code as the scanner reads it: a run of one or two backticks up to the next run of the same
+length, not across a blank line (spans holding other backtick runs are left alone)."""
+
+
+def _scan(body: str) -> MarkdownScanner:
+    scanner = MarkdownScanner()
+    scanner.feed(body)
+    scanner.finish()
+    return scanner
+
+
+def _code_spans_as_blocks(body: str, fences: list[FenceSpan], limit: int) -> str:
+    """*body* with every inline code span too long for one message written as a fenced block.
+
+    A span that cannot fit a message (with a ``>>> `` prefix) can only be cut;
+    cut as inline code it would break in two (or leave the text before it as a
+    tiny message). As a block on lines of its own it is cut at line starts or,
+    for one long line, anywhere, each piece closed and reopened.
+    """
+    blocks = [(f.start, len(body) if f.end is None else f.end) for f in fences]
+    parts: list[str] = []
+    last = 0
+    for match in _CODE_SPAN.finditer(body):
+        start, end = match.span()
+        if end - start + len(QUOTE) <= limit or any(a <= start < b for a, b in blocks):
+            continue
+        before = "" if start == 0 or body[start - 1] == "\n" else "\n"
+        after = "" if end == len(body) or body[end] == "\n" else "\n"
+        parts += [body[last:start], before, "```\n", match.group(2).strip("\n"), "\n```", after]
+        last = end
+    if not parts:
+        return body
+    parts.append(body[last:])
+    return "".join(parts)
 
 
 def _skip_space(text: str, i: int) -> int:
@@ -125,8 +187,10 @@ class _Splitter:
         quote_from = self._scanner.quote_from
         messages: list[str] = []
         start = 0
-        prefix = ""
+        reopen = ""
         while True:
+            quoted = quote_from is not None and quote_from < start
+            prefix = opening(quoted, body[start : start + 3], reopen)
             if len(prefix) + len(body) - start + len(tail_close) <= limit:
                 messages.append(prefix + body[start:] + tail_close)
                 return messages
@@ -142,19 +206,28 @@ class _Splitter:
                 piece = piece.rstrip()
                 following = _skip_space(body, following)
             messages.append(prefix + piece + (fence.close if fence is not None else ""))
-            quoted = (
-                quote_from is not None and quote_from < following and not body.startswith(">>>", following)
-            )
-            prefix = (">>> " if quoted else "") + (fence.reopen(limit) if fence is not None else "")
+            reopen = fence.reopen(limit, self._header(following, fence)) if fence is not None else ""
             start = following
+
+    def _header(self, at: int, fence: Fence) -> str:
+        """The table header a reopened block repeats (``table_header``), for a cut at *at*."""
+        span = self._span_at(at)
+        return table_header(self._body, span.content_start, fence) if span is not None else ""
+
+    def _span_at(self, i: int) -> FenceSpan | None:
+        k = bisect.bisect_right(self._fence_starts, i) - 1
+        return self._fences[k] if k >= 0 else None
 
     def _choose(self, start: int, budget: int) -> Cut | None:
         """The best cut point for a message whose text starts at *start*, or ``None``."""
         cuts = self._cuts
+        k = choose(self._candidates(start, budget), half_full(start, budget))
+        return cuts[k] if k is not None else None
+
+    def _candidates(self, start: int, budget: int) -> Iterator[tuple[int, int, int]]:
+        """The cut points that fit a message starting at *start*, latest first, for ``choose``."""
+        cuts = self._cuts
         ends, starts, levels, fences = cuts.ends, cuts.starts, cuts.levels, cuts.fences
-        half = start + budget // 2
-        best = -1
-        best_key = (0, False)
         j = bisect.bisect_right(ends, start + budget) - 1
         while j >= 0 and ends[j] > start:
             k = j
@@ -164,15 +237,17 @@ class _Splitter:
             cost = end - start + (len(fence.close) if fence is not None else 0)
             if cost > budget or following <= start or self._inside_token(end, following):
                 continue
-            if end < half:
-                # Nothing good enough in the upper half: the latest cut that fits.
-                return cuts[best if best >= 0 else k]
-            key = (levels[k], fence is None)
-            if best < 0 or key > best_key:
-                best, best_key = k, key
-                if key == (_PARAGRAPH, True):
-                    break
-        return cuts[best] if best >= 0 else None
+            if fence is not None and self._in_header(end, start, fence):
+                continue
+            yield end, rank(levels[k], fence is not None), k
+
+    def _in_header(self, end: int, start: int, fence: Fence) -> bool:
+        """Whether a cut at *end* would leave a table block's piece with nothing under its header."""
+        span = self._span_at(end)
+        if span is None or span.start < start:
+            return False
+        header = table_header(self._body, span.content_start, fence)
+        return bool(header) and end <= span.content_start + len(header)
 
     def _inside_token(self, end: int, start: int) -> bool:
         """Whether the text between *end* and *start* lies inside a token span."""
@@ -214,11 +289,27 @@ class _Splitter:
                 k = bisect.bisect_left(spans, (cut, -1)) - 1
                 if k >= 0 and spans[k][0] < cut < spans[k][1] and spans[k][0] > start:
                     cut = spans[k][0]
-            # A fence run from the middle of a line would open a block in the next message.
-            following = _skip_space(body, cut)
-            if fence is not None or cut <= floor or body[following - 1] == "\n":
+            if cut <= floor:
                 break
-            if not _FENCE_RUN.match(body, following):
-                break
+            if fence is not None:
+                # Inside a block, the line cut in two must not read as its closing line in either piece.
+                if not _closes(body, cut, fence):
+                    break
+            else:
+                # A fence run from the middle of a line would open a block in the next message.
+                following = _skip_space(body, cut)
+                if body[following - 1] == "\n" or not _FENCE_RUN.match(body, following):
+                    break
             cut -= 1
         return cut, fence
+
+
+def _closes(body: str, cut: int, fence: Fence) -> bool:
+    """Whether cutting the line at *cut* (inside *fence*) leaves a closing fence line on either side."""
+    line_start = body.rfind("\n", 0, cut) + 1
+    line_end = body.find("\n", cut)
+    for part in (body[line_start:cut], body[cut : len(body) if line_end < 0 else line_end]):
+        run = part.strip()
+        if len(run) >= fence.length and not run.strip(fence.char):
+            return True
+    return False

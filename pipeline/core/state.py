@@ -95,7 +95,10 @@ class Delivery:
     typing: int = 0
     """Typing-indicator calls made."""
     stopped: StopKind | None = None
-    """Set when delivery hit an internal stop (missing access, deleted channel, message cap)."""
+    """Set when delivery hit an internal stop (missing access, deleted channel, message cap) or an
+    interrupt that discarded messages."""
+    partial: bool = False
+    """Only some of the segment's messages were sent (a stop cut it short): ``messages`` is what went out."""
 
 
 @attrs.frozen(kw_only=True)
@@ -104,9 +107,16 @@ class StreamResult:
 
     status: StreamStatus
     accumulated_text: str = ""
-    """Text delivered to Discord (after cleaning), concatenated."""
+    """Text that reached Discord (after cleaning), concatenated: the delivered text.
+
+    A segment a stop cut short counts with the messages that were sent (their contents,
+    joined by newlines), so a reply stopped by ``send_message_limit`` reports only what
+    Discord accepted.
+    """
     visible_text: str = ""
-    """Visible text as stage 03 emitted it, routed before the stream ended, concatenated."""
+    """Visible text as stage 03 emitted it, routed before the stream ended, concatenated: the
+    generated text. It differs from ``accumulated_text`` when a stop, a cap or a Discord refusal
+    kept some of it from Discord (and by cleaning: mentions, render modifiers)."""
     reasoning: str | None = None
     """All reasoning text (raw and summary), concatenated; ``None`` when there was none."""
     thought_log: str | None = None

@@ -10,8 +10,9 @@ from functools import cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.markdown_scan import TOKEN_RE, MarkdownScanner, is_grapheme_boundary
-from rxcord.sinks.split_message import MIN_LIMIT, split_message
+from rxcord.sinks.split_message import MIN_LIMIT, cut_pieces, split_message
 
 # -- independent checkers (also used by the flusher tests) ---------------------------------------------------
 
@@ -158,21 +159,21 @@ def test_split_invariants(text: str, limit: int) -> None:
     if not text.strip():
         assert messages == []
         return
-    assert messages
+    body, pieces = cut_pieces(text.strip(), limit)
+    assert messages == [piece for piece in pieces if not is_blank_piece(piece)]
     for message in messages:
         assert 0 < len(message) <= limit
-        assert message.strip()
+        assert message.strip() and not is_blank_piece(message)
         assert fences_balanced(message), message
-    spans = reconstruct(text.strip(), messages, drop_whitespace=True)
-    assert spans is not None, messages
+    spans = reconstruct(body, pieces, drop_whitespace=True)
+    assert spans is not None, pieces
 
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT, st.integers(48, 120))
 def test_tokens_and_graphemes_are_never_cut(text: str, limit: int) -> None:
     """No cut falls inside a token (outside code) shorter than a quarter message, nor in a cluster."""
-    body = text.strip()
-    messages = split_message(text, limit)
+    body, messages = cut_pieces(text.strip(), limit)
     spans = reconstruct(body, messages, drop_whitespace=True)
     assert spans is not None
     blocks = fenced_regions(body)

@@ -25,6 +25,9 @@ from rxcord.operators.aio import drain
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
 
+MODES = [DeliveryMode.AGGREGATED, DeliveryMode.LIVE]
+"""The delivery modes this chain harness drives (edit-in-place has its own delivery)."""
+
 
 class _Feed:
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
@@ -65,7 +68,7 @@ def _raw(*texts: str) -> reactivex.Observable[RawStreamChunk]:
     ],
     ids=["5xx", "429", "disconnect", "reset"],
 )
-@pytest.mark.parametrize("mode", list(DeliveryMode))
+@pytest.mark.parametrize("mode", MODES)
 def test_failing_typing_never_aborts_the_reply(failure: BaseException, mode: DeliveryMode) -> None:
     """Every typing call fails: the reply is still delivered and the stream completes."""
     sink = MemorySink(typing_failures={n: failure for n in range(1, 50)})
@@ -220,3 +223,25 @@ def test_interrupt_after_everything_was_delivered_changes_nothing() -> None:
 
     result = asyncio.run(main())
     assert result.status is StreamStatus.COMPLETED and sink.contents() == ["Done."]
+
+
+# ------------------------------------------------------------------------- delivered vs generated
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_message_cap_reports_only_the_delivered_text(mode: DeliveryMode) -> None:
+    """A reply of five messages capped at two: the delivered text is what the two carry, not all five."""
+    paragraphs = [f"{i}" + "y" * 1500 for i in range(5)]
+    text = "\n\n".join(paragraphs)
+    sink = MemorySink()
+    config = StreamConfig(delivery=mode, typing_interval=0, live_idle_flush=0.01, max_messages=2)
+
+    async def main() -> StreamResult:
+        return (await drain(_chain(_raw(text), sink, config, StopHandle("1"))))[-1]
+
+    result = asyncio.run(main())
+    assert result.status is StreamStatus.SEND_MESSAGE_LIMIT
+    assert len(sink.contents()) == 2
+    assert result.visible_text == text
+    assert result.accumulated_text.split() == "\n".join(sink.contents()).split()
+    assert result.accumulated_text != result.visible_text

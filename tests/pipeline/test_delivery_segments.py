@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, Segment, SentMessage
-from rxcord.core.types import SegmentKind
+from rxcord.core.types import DeliveryMode, SegmentKind
+from rxcord.operators.flush import Flusher
 from rxcord.sinks.delivery import DiscordDelivery
+
+from tests.operators.test_split_message import fences_balanced
 
 
 class _GatedSink:
@@ -81,3 +85,37 @@ def test_disposing_mid_segment_cancels_the_send_in_flight_and_sends_nothing_more
     assert sink.cancelled
     assert len(sink.started) == 2
     assert out == []
+
+
+# -- coalesced live segments of a long code block (issue 14) ---------------------------------------------
+
+_GLUED = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*(?:`{3,}|~{3,})", re.MULTILINE)
+
+
+def _live_segments(text: str, limit: int) -> list[Segment]:
+    config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit, max_flushes=10**6)
+    flusher = Flusher(config)
+    out: list[Segment] = []
+    for i in range(0, len(text), 7):
+        out += flusher.push(text[i : i + 7])
+    return out + flusher.flush(final=True)
+
+
+def test_coalesced_pieces_of_a_long_code_block_never_glue_a_close_to_a_reopen() -> None:
+    """Segments queued behind a send are merged: the cut's close and reopen go, no ```` ``````python ````."""
+    code = "".join(f"    value_{i} = compute({i})\n" for i in range(60))
+    segments = _live_segments("Intro.\n\n```python\n" + code + "```\n\nAfter.", 400)
+    assert sum(s.text.startswith("```python\n") for s in segments) > 2
+    config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=400)
+    delivery = DiscordDelivery(sink=_GatedSink(hold_at=0), context=StreamContext(), config=config)
+    merged = segments[0]
+    for segment in segments[1:]:
+        item = delivery.merge(merged, segment)
+        assert isinstance(item, Segment)
+        merged = item
+    assert "```python\n" + code + "```" in merged.text
+    messages = [p["content"] for p in delivery.payloads(merged)]
+    assert len(messages) > 1
+    for message in messages:
+        assert not _GLUED.search(message), message
+        assert fences_balanced(message) and len(message) <= 400
