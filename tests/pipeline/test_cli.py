@@ -101,20 +101,31 @@ def test_http_error_capture_is_a_result_not_a_crash(
 
 
 async def test_emulator_command_serves_and_prints_base_url() -> None:
-    """`rxcord emulator` prints a 127.0.0.1 base URL that answers a bot's login request."""
+    """`rxcord emulator` prints the base URL, `bot token: T` and `gateway: ws://...`, each working."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rxcord", "emulator", stdout=asyncio.subprocess.PIPE
     )
     try:
         assert proc.stdout is not None
         base_url = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
-        token = (await asyncio.wait_for(proc.stdout.readline(), 5)).decode().split(": ", 1)[1].strip()
-        assert base_url.startswith("http://127.0.0.1:")
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"{base_url}/users/@me", headers={"Authorization": f"Bot {token}"}) as resp,
-        ):
-            assert resp.status == 200 and (await resp.json())["bot"] is True
+        token_line = (await asyncio.wait_for(proc.stdout.readline(), 5)).decode().strip()
+        gateway_line = (await asyncio.wait_for(proc.stdout.readline(), 5)).decode().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/api/v10")
+        assert token_line.startswith("bot token: ") and gateway_line.startswith("gateway: ws://127.0.0.1:")
+        token = token_line.removeprefix("bot token: ")
+        async with aiohttp.ClientSession() as session:
+            headers = {"Authorization": f"Bot {token}"}
+            async with session.get(f"{base_url}/users/@me", headers=headers) as resp:
+                assert resp.status == 200 and (await resp.json())["bot"] is True
+            async with session.ws_connect(gateway_line.removeprefix("gateway: ")) as ws:
+                hello = await ws.receive_json(timeout=20)
+                await ws.send_json({"op": 2, "d": {"token": token, "intents": 1, "properties": {}}})
+                ready = await ws.receive_json(timeout=20)
+                guild = await ws.receive_json(timeout=20)
+        assert hello["op"] == 10 and hello["d"]["heartbeat_interval"] > 0
+        assert ready["t"] == "READY" and guild["t"] == "GUILD_CREATE"
+        channels = guild["d"]["channels"]
+        assert channels and all(channel["type"] == 0 for channel in channels)
     finally:
         proc.terminate()
         await proc.wait()
