@@ -128,6 +128,8 @@ class DiscordSection:
     token_env: str = attrs.field(default="DISCORD_BOT_TOKEN", validator=_env_name)
     base_url: str = "https://discord.com/api/v10"
     """The REST API base; the emulator's (``rxcord emulator`` prints it) to run offline."""
+    gateway_url: str | None = None
+    """The gateway's websocket URL (default: Discord's); the emulator prints its own."""
 
 
 @attrs.frozen(kw_only=True)

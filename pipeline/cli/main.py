@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let a custom endpoint reach loopback and private addresses (a local model server)",
     )
+    bot = commands.add_parser("bot", help="run a Discord bot from a config file (needs rxcord[bot])")
+    bot.add_argument("--config", required=True, metavar="TOML", help="the bot's configuration file")
     from rxcord.cli.decide import add_decide_parser
 
     add_decide_parser(commands)
@@ -129,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from rxcord.cli.chat import chat_command
 
             asyncio.run(chat_command(args, _say))
+        elif args.command == "bot":
+            from rxcord.bot.run import bot_command
+
+            return bot_command(args.config, verbose=args.verbose)
         elif args.command == "decide":
             from rxcord.cli.decide import run_decide
 

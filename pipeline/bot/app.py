@@ -1,0 +1,538 @@
+"""The bot: discord.py for the gateway and slash commands, rxcord for every answer.
+
+One ``Turn`` per message being answered. It reads the conversation (``rxcord.bot.history``),
+fills the system prompt, and calls ``rxcord.run_turn`` (key and model fallback, tool loop
+off) with the ``RestSink`` as the sink and the bot's ``StopRegistry``, so:
+
+* a follow-up message from the same user in the same channel while a turn runs is a
+  follow-up interrupt (``StopKind.INTERRUPT``: the buffer is discarded) and a new turn starts
+  with the new message;
+* ``/stop`` is a graceful stop (``StopKind.USER``: what was generated is flushed), ``/kill``
+  aborts (``StopKind.KILL``); both are answered ephemerally;
+* each channel runs one turn at a time (a second mention waits for the first answer), and
+  channels are independent: several stream at once;
+* SIGINT/SIGTERM stop every running turn gracefully (flushed), wait for them, then close the
+  gateway and the HTTP sessions.
+
+Secrets (bot token, API keys, webhook URL) are read from the environment variables the
+configuration names, never logged, never shown in a repr.
+"""
+
+from __future__ import annotations
+
+__all__ = ("ADAPTERS", "RxcordBot", "Secrets", "Turn", "permitted", "resolve_secrets")
+
+import asyncio
+import contextlib
+import datetime as dt
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import aiohttp
+import attrs
+import discord
+import yarl
+from discord import app_commands
+from loguru import logger
+from rxcord import (
+    AnthropicAdapter,
+    Candidate,
+    ChatRequest,
+    CustomAdapter,
+    GoogleAdapter,
+    MissingCredentialError,
+    NvidiaAdapter,
+    OpenAIAdapter,
+    OpenRouterAdapter,
+    ProviderAdapter,
+    RateLimiter,
+    RestSink,
+    SamplerSettings,
+    StopKind,
+    StopRegistry,
+    StreamConfig,
+    StreamContext,
+    TransportConfig,
+    TurnResult,
+    fallback_order,
+    run_turn,
+)
+from rxcord.bot.config import BotConfig
+from rxcord.bot.history import Attachment, ChatLine, Fetcher, build_messages, collect
+
+_log = logger.bind(stage="bot")
+
+ADAPTERS: Final[Mapping[str, Callable[[], ProviderAdapter]]] = {
+    "openai": OpenAIAdapter,
+    "openrouter": OpenRouterAdapter,
+    "google": GoogleAdapter,
+    "anthropic": AnthropicAdapter,
+    "nvidia": NvidiaAdapter,
+    "custom": CustomAdapter,
+}
+DEFAULT_KEY_VARIABLES: Final = {
+    "openai": "OPENAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "google": "GEMINI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "nvidia": "NVIDIA_API_KEY",
+    "custom": "RXCORD_API_KEY",
+}
+DISCORD_API: Final = "https://discord.com/api/v10"
+_WEBHOOK_RE: Final = re.compile(r"/webhooks/(?P<id>\d+)/(?P<token>[^/?#]+)")
+_SHUTDOWN_GRACE: Final = 15.0
+
+
+@attrs.frozen(kw_only=True)
+class Secrets:
+    """What the environment holds for the bot (never logged: no repr of the values)."""
+
+    token: str = attrs.field(repr=False)
+    api_keys: tuple[str, ...] = attrs.field(repr=False)
+    webhook_id: str | None = None
+    webhook_token: str | None = attrs.field(default=None, repr=False)
+
+
+def resolve_secrets(config: BotConfig, env: Mapping[str, str]) -> Secrets:
+    """Read the token, the API keys and the persona webhook from *env* (``MissingCredentialError``)."""
+    token = env.get(config.discord.token_env, "")
+    if not token:
+        raise MissingCredentialError(config.discord.token_env)
+    names = config.provider.api_key_env or (DEFAULT_KEY_VARIABLES[config.provider.name],)
+    keys = tuple(env[name] for name in names if env.get(name))
+    if not keys:
+        raise MissingCredentialError(" or ".join(names))
+    webhook_id = webhook_token = None
+    if config.persona is not None:
+        url = env.get(config.persona.webhook_url_env, "")
+        match = _WEBHOOK_RE.search(url)
+        if match is None:
+            raise MissingCredentialError(config.persona.webhook_url_env)
+        webhook_id, webhook_token = match.group("id"), match.group("token")
+    return Secrets(token=token, api_keys=keys, webhook_id=webhook_id, webhook_token=webhook_token)
+
+
+def permitted(
+    config: BotConfig, *, user_id: str, role_ids: set[str], channel_ids: set[str], dm: bool
+) -> bool:
+    """Whether the bot may answer this user here (blocks win over allows).
+
+    Args:
+        config: The bot's configuration.
+        user_id: The author.
+        role_ids: The author's roles in the guild (empty in DMs).
+        channel_ids: The channel and, for a thread, its parent.
+        dm: A direct message.
+    """
+    rules = config.permissions
+    if user_id in rules.blocked_users or role_ids & set(rules.blocked_roles):
+        return False
+    restricted = bool(rules.allowed_users or rules.allowed_roles)
+    if restricted and user_id not in rules.allowed_users and not role_ids & set(rules.allowed_roles):
+        return False
+    if dm:
+        return rules.allow_dms
+    if channel_ids & set(rules.blocked_channels):
+        return False
+    return not rules.allowed_channels or bool(channel_ids & set(rules.allowed_channels))
+
+
+@attrs.define(eq=False)
+class Turn:
+    """One answer being produced in a channel."""
+
+    channel_id: str
+    user_id: str
+    message_id: str
+    task: asyncio.Task[TurnResult | None] | None = None
+    streaming: bool = False
+    """``run_turn`` started: stops go through the registry (before that, the task is cancelled)."""
+    result: TurnResult | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the turn has ended."""
+        return self.task is not None and self.task.done()
+
+
+def line_from_discord(message: discord.Message) -> ChatLine:
+    """The ``ChatLine`` of a discord.py message."""
+    reference = message.reference
+    reply_to = (
+        str(reference.message_id)
+        if reference is not None and reference.message_id and reference.channel_id == message.channel.id
+        else None
+    )
+    return ChatLine(
+        id=str(message.id),
+        channel_id=str(message.channel.id),
+        author_id=str(message.author.id),
+        author_name=message.author.display_name,
+        content=message.content,
+        is_bot=message.author.bot,
+        attachments=tuple(
+            Attachment(filename=a.filename, url=a.url, content_type=a.content_type or "", size=a.size)
+            for a in message.attachments
+        ),
+        reply_to=reply_to,
+    )
+
+
+class RxcordBot:
+    """The bot (``rxcord bot``): ``await bot.start()``, then ``await bot.wait_closed()``.
+
+    Args:
+        config: The checked configuration.
+        env: Where secrets are read from (``os.environ``).
+        gateway_url: The gateway to connect to (default: Discord's; the emulator prints its own).
+        now: The clock for the ``{date}`` and ``{time}`` placeholders.
+    """
+
+    def __init__(
+        self,
+        config: BotConfig,
+        *,
+        env: Mapping[str, str] | None = None,
+        now: Callable[[], dt.datetime] | None = None,
+    ) -> None:
+        self.config = config
+        self.secrets = resolve_secrets(config, os.environ if env is None else env)
+        self.adapter = ADAPTERS[config.provider.name]()
+        models = [config.provider.model, *config.provider.fallback_models]
+        self.candidates: list[Candidate] = fallback_order(
+            self.adapter, models, self.secrets.api_keys, base_url=config.provider.base_url
+        )
+        self.registry = StopRegistry()
+        self.turns: dict[str, Turn] = {}
+        self._now = now or (lambda: dt.datetime.now(dt.UTC))
+        self._session: aiohttp.ClientSession | None = None
+        self._limiter = RateLimiter()
+        self._sink: RestSink | None = None
+        self._fetcher: Fetcher | None = None
+        self._webhook_channel: str | None = None
+        self._connect: asyncio.Task[None] | None = None
+        self._closing = False
+        self.ready = asyncio.Event()
+        self.client = self._make_client()
+        self.tree = app_commands.CommandTree(self.client)
+        self._register_commands()
+
+    def __repr__(self) -> str:
+        return f"RxcordBot(provider={self.config.provider.name!r}, model={self.config.provider.model!r})"
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Log in, connect to the gateway and wait until READY (slash commands are synced then)."""
+        base = self.config.discord.base_url.rstrip("/")
+        if base != DISCORD_API:
+            discord.http.Route.BASE = base
+        gateway = self.config.discord.gateway_url
+        if gateway:
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
+        self._session = aiohttp.ClientSession()
+        self._sink = RestSink(base, self.secrets.token, session=self._session, limiter=self._limiter)
+        self._fetcher = Fetcher(base, self.secrets.token, self._session, self._limiter)
+        if self.secrets.webhook_id is not None:
+            self._webhook_channel = await self._webhook_channel_id(base)
+        await self.client.login(self.secrets.token)
+        self._connect = asyncio.create_task(self.client.connect(reconnect=True))
+        ready = asyncio.create_task(self.ready.wait())
+        done, _ = await asyncio.wait({ready, self._connect}, return_when=asyncio.FIRST_COMPLETED)
+        if self._connect in done:
+            ready.cancel()
+            self._connect.result()  # raises what ended the connection
+            raise ConnectionError("the gateway closed before READY")
+        _log.info(
+            "bot ready as {name} ({provider}:{model}, {mode} delivery)",
+            name=self.client.user.name if self.client.user else "?",
+            provider=self.config.provider.name,
+            model=self.config.provider.model,
+            mode=self.config.delivery.mode.value,
+        )
+
+    async def wait_closed(self) -> None:
+        """Until the gateway connection ends (``close``)."""
+        if self._connect is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connect
+
+    async def close(self) -> None:
+        """Graceful shutdown: stop every running turn with a flush, wait for them, close everything."""
+        if self._closing:
+            return
+        self._closing = True
+        running = [turn for turn in self.turns.values() if not turn.done]
+        _log.info("shutting down: {n} running answer(s) stopped and flushed", n=len(running))
+        for turn in running:
+            self._stop_turn(turn, StopKind.USER)
+        tasks = [turn.task for turn in running if turn.task is not None]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        await self.client.close()
+        if self._connect is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._connect
+        if self._session is not None:
+            await self._session.close()
+
+    # -- discord.py wiring -----------------------------------------------------------------------------
+
+    def _make_client(self) -> discord.Client:
+        intents = discord.Intents.default()
+        intents.message_content = True
+        client = discord.Client(intents=intents, allowed_mentions=discord.AllowedMentions.none())
+        bot = self
+
+        @client.event
+        async def on_ready() -> None:
+            if not bot.ready.is_set():
+                try:
+                    await bot.tree.sync()
+                except discord.HTTPException as exc:
+                    _log.warning("slash commands not registered: {error}", error=exc.status)
+                bot.ready.set()
+
+        @client.event
+        async def on_message(message: discord.Message) -> None:
+            await bot.on_message(message)
+
+        return client
+
+    def _register_commands(self) -> None:
+        bot = self
+
+        @self.tree.command(name="stop", description="Stop the answer in this channel; keep what was written")
+        async def stop(interaction: discord.Interaction) -> None:
+            await bot._command(interaction, StopKind.USER)
+
+        @self.tree.command(name="kill", description="Abort the answer in this channel at once")
+        async def kill(interaction: discord.Interaction) -> None:
+            await bot._command(interaction, StopKind.KILL)
+
+    async def _command(self, interaction: discord.Interaction, kind: StopKind) -> None:
+        channel_id = str(interaction.channel_id)
+        turn = self.turns.get(channel_id)
+        if turn is None or turn.done:
+            text = "Nothing is being written here."
+        else:
+            self._stop_turn(turn, kind)
+            text = "Stopped; what was written stays." if kind is StopKind.USER else "Aborted."
+        _log.info(
+            "/{name} in channel {channel}",
+            name="stop" if kind is StopKind.USER else "kill",
+            channel=channel_id,
+        )
+        await interaction.response.send_message(text, ephemeral=True)
+
+    # -- messages --------------------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        """Decide whether *message* gets an answer (or interrupts one), and start its turn."""
+        me = self.client.user
+        if self._closing or me is None or message.author.id == me.id or message.author.bot:
+            return
+        if message.webhook_id is not None:
+            return
+        channel_id = str(message.channel.id)
+        user_id = str(message.author.id)
+        current = self.turns.get(channel_id)
+        follow_up = current is not None and not current.done and current.user_id == user_id
+        if not follow_up and not self._addressed(message, me):
+            return
+        if not self._permitted(message):
+            _log.info(
+                "not answering user {user} in channel {channel}: not permitted",
+                user=user_id,
+                channel=channel_id,
+            )
+            return
+        previous: asyncio.Task[TurnResult | None] | None = None
+        if current is not None and not current.done:
+            if follow_up:
+                _log.info(
+                    "follow-up in channel {channel}: interrupting the running answer", channel=channel_id
+                )
+                self._stop_turn(current, StopKind.INTERRUPT)
+            previous = current.task
+        turn = Turn(channel_id=channel_id, user_id=user_id, message_id=str(message.id))
+        turn.task = asyncio.create_task(self._run(turn, message, previous))
+        self.turns[channel_id] = turn
+
+    def _addressed(self, message: discord.Message, me: discord.ClientUser) -> bool:
+        if isinstance(message.channel, discord.DMChannel):
+            return True
+        if me in message.mentions or str(message.channel.id) in self.config.permissions.respond_channels:
+            return True
+        resolved = message.reference.resolved if message.reference is not None else None
+        return isinstance(resolved, discord.Message) and resolved.author.id == me.id
+
+    def _permitted(self, message: discord.Message) -> bool:
+        channel = message.channel
+        channels = {str(channel.id)}
+        if isinstance(channel, discord.Thread) and channel.parent_id is not None:
+            channels.add(str(channel.parent_id))
+        roles = {str(role.id) for role in getattr(message.author, "roles", ())}
+        return permitted(
+            self.config,
+            user_id=str(message.author.id),
+            role_ids=roles,
+            channel_ids=channels,
+            dm=isinstance(channel, discord.DMChannel),
+        )
+
+    def _stop_turn(self, turn: Turn, kind: StopKind) -> None:
+        if turn.streaming and self.registry.stop(turn.channel_id, kind, "bot"):
+            return
+        if turn.task is not None:
+            turn.task.cancel()  # still reading the conversation: nothing to flush
+
+    async def _run(
+        self, turn: Turn, message: discord.Message, previous: asyncio.Task[TurnResult | None] | None
+    ) -> TurnResult | None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            turn.result = await self._answer(turn, message)
+            return turn.result
+        except asyncio.CancelledError:
+            _log.info("answer in channel {channel} cancelled before streaming", channel=turn.channel_id)
+            return None
+        except Exception as exc:
+            _log.exception(
+                "answer in channel {channel} failed: {error}",
+                channel=turn.channel_id,
+                error=type(exc).__name__,
+            )
+            return None
+        finally:
+            if self.turns.get(turn.channel_id) is turn:
+                del self.turns[turn.channel_id]
+
+    async def _answer(self, turn: Turn, message: discord.Message) -> TurnResult:
+        assert self._sink is not None and self._fetcher is not None
+        config = self.config
+        me = self.client.user
+        assert me is not None
+        trigger = line_from_discord(message)
+        lines, more = await collect(
+            trigger, self._fetcher, config.context, in_thread=isinstance(message.channel, discord.Thread)
+        )
+        texts: dict[str, str | None] = {}
+        for line in lines:
+            for attachment in line.attachments:
+                if attachment.is_text and attachment.url not in texts:
+                    texts[attachment.url] = await self._fetcher.attachment_text(
+                        attachment, config.context.max_attachment_chars
+                    )
+        assistant_ids = {str(me.id), *([self.secrets.webhook_id] if self.secrets.webhook_id else [])}
+        context = build_messages(
+            lines,
+            assistant_ids=assistant_ids,
+            limits=config.context,
+            vision=config.provider.vision,
+            texts=texts,
+            truncated_before=more,
+        )
+        system = self._system_prompt(message, context.user_names, me.display_name)
+        if context.notes:
+            system = "\n\n".join([system, *context.notes])
+        request = ChatRequest(
+            model=config.provider.model,
+            messages=context.messages,
+            system=system,
+            sampler=SamplerSettings(
+                max_tokens=config.provider.max_tokens, temperature=config.provider.temperature
+            ),
+        )
+        stream_config = StreamConfig(
+            delivery=config.delivery.mode,
+            persona_name=(
+                config.persona.username if config.persona and config.persona.username else me.display_name
+            ),
+            speaker_names=tuple(name for name in context.user_names if name),
+        )
+        turn.streaming = True
+        _log.info(
+            "answering message {message} in channel {channel} ({n} messages of context)",
+            message=turn.message_id,
+            channel=turn.channel_id,
+            n=len(context.messages),
+        )
+        result = await run_turn(
+            self.candidates,
+            request,
+            sink=self._sink,
+            context=self._stream_context(message),
+            config=stream_config,
+            registry=self.registry,
+            session=self._session,
+            transport=TransportConfig(allow_private_network=config.provider.allow_private_network),
+            max_rounds=0,
+        )
+        _log.info(
+            "answer in channel {channel}: {status}, {n} message(s)",
+            channel=turn.channel_id,
+            status=result.result.status.value,
+            n=len(result.result.messages),
+        )
+        return result
+
+    def _stream_context(self, message: discord.Message) -> StreamContext:
+        channel = message.channel
+        guild_id = str(message.guild.id) if message.guild is not None else None
+        channel_id = str(channel.id)
+        persona = self.config.persona
+        parent = str(channel.parent_id) if isinstance(channel, discord.Thread) and channel.parent_id else None
+        if (
+            persona is not None
+            and self._webhook_channel is not None
+            and self._webhook_channel in (channel_id, parent)
+        ):
+            return StreamContext(
+                channel_id=channel_id,
+                guild_id=guild_id,
+                reply_to_message_id=str(message.id),
+                thread_id=channel_id if parent is not None else None,
+                webhook_id=self.secrets.webhook_id,
+                webhook_token=self.secrets.webhook_token,
+                persona_username=persona.username,
+                persona_avatar_url=persona.avatar_url,
+            )
+        return StreamContext(channel_id=channel_id, guild_id=guild_id, reply_to_message_id=str(message.id))
+
+    def _system_prompt(self, message: discord.Message, user_names: tuple[str, ...], bot_name: str) -> str:
+        now = self._now()
+        channel_name = getattr(message.channel, "name", None) or "direct messages"
+        values = {
+            "date": now.strftime("%A, %Y-%m-%d"),
+            "time": now.strftime("%H:%M %Z").strip(),
+            "bot_name": bot_name,
+            "user_name": message.author.display_name,
+            "user_names": ", ".join(user_names) or message.author.display_name,
+            "channel_name": channel_name,
+            "model": self.config.provider.model,
+        }
+        return self.config.prompt.system.format_map(values)
+
+    async def _webhook_channel_id(self, base: str) -> str | None:
+        assert self._session is not None and self.secrets.webhook_id and self.secrets.webhook_token
+        url = f"{base}/webhooks/{self.secrets.webhook_id}/{self.secrets.webhook_token}"
+        try:
+            async with self._session.get(url) as response:
+                data: Any = await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            _log.warning(
+                "persona webhook unreadable ({error}); answering as the bot", error=type(exc).__name__
+            )
+            return None
+        channel = data.get("channel_id") if isinstance(data, dict) else None
+        if channel is None:
+            _log.warning("persona webhook not found; answering as the bot")
+        return str(channel) if channel is not None else None
