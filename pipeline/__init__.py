@@ -27,31 +27,43 @@ _EXPORTS: dict[str, str] = {
     "ChatRequest": "rxcord.core.request",
     "ChunkType": "rxcord.core.types",
     "CustomAdapter": "rxcord.providers.custom",
+    "DecisionKind": "rxcord.providers.decisions",
+    "DecisionProtocol": "rxcord.providers.decisions",
+    "DecisionReference": "rxcord.providers.decisions",
+    "DecisionResult": "rxcord.providers.decisions",
     "Delivery": "rxcord.core.state",
     "DeliveryMode": "rxcord.core.types",
+    "DiscordEmulator": "rxcord.sinks.emulator",
     "DiscordError": "rxcord.core.errors",
+    "DiscordPySink": "rxcord.sinks.discordpy",
     "DiscordSink": "rxcord.sinks.base",
     "DiscordStopError": "rxcord.core.errors",
+    "EmulatorConfig": "rxcord.sinks.emulator",
     "ErrorType": "rxcord.core.types",
     "FinishReason": "rxcord.core.types",
     "FunctionCall": "rxcord.core.types",
     "GoogleAdapter": "rxcord.providers.google",
+    "Guards": "rxcord.core.config",
     "HttpRequest": "rxcord.providers.base",
     "ImagePart": "rxcord.core.request",
     "InputError": "rxcord.core.errors",
     "MemorySink": "rxcord.sinks.memory",
+    "MemoryStore": "rxcord.sinks.ratelimit",
     "Message": "rxcord.core.request",
     "MissingCredentialError": "rxcord.core.errors",
     "NvidiaAdapter": "rxcord.providers.nvidia",
     "OpenAIAdapter": "rxcord.providers.openai",
     "OpenRouterAdapter": "rxcord.providers.openrouter",
+    "Pipeline": "rxcord.compose.pipeline",
     "ProcessedChunk": "rxcord.core.types",
     "ProviderAdapter": "rxcord.providers.base",
     "ProviderError": "rxcord.core.types",
     "ProviderRequestDeniedError": "rxcord.providers.hooks",
+    "Question": "rxcord.providers.decisions",
     "RateLimitError": "rxcord.sinks.ratelimit",
     "RateLimiter": "rxcord.sinks.ratelimit",
     "RawStreamChunk": "rxcord.core.types",
+    "RedisStopBus": "rxcord.io.stop_bus",
     "RenderModifiers": "rxcord.core.config",
     "ReplayServer": "rxcord.io.replay",
     "RestSink": "rxcord.sinks.rest",
@@ -62,6 +74,8 @@ _EXPORTS: dict[str, str] = {
     "SegmentKind": "rxcord.core.types",
     "SentMessage": "rxcord.core.state",
     "SsrfRefusedError": "rxcord.core.errors",
+    "Stage": "rxcord.compose.pipeline",
+    "StageContext": "rxcord.compose.pipeline",
     "StopHandle": "rxcord.core.stops",
     "StopKind": "rxcord.core.types",
     "StopRegistry": "rxcord.core.stops",
@@ -84,13 +98,17 @@ _EXPORTS: dict[str, str] = {
     "Usage": "rxcord.core.types",
     "build_chain": "rxcord.compose.chain",
     "build_stream": "rxcord.compose.run",
+    "call_decisions": "rxcord.providers.decisions",
     "fallback_order": "rxcord.compose.turn",
-    "make_limiter": "rxcord.sinks.redis_ratelimit",
+    "make_limiter": "rxcord.sinks.ratelimit",
+    "plot_timeline": "rxcord.cli.timeline_plot",
     "register_denial_translator": "rxcord.providers.hooks",
     "register_request_hook": "rxcord.providers.hooks",
     "run_stream": "rxcord.compose.run",
     "run_turn": "rxcord.compose.turn",
+    "stage03": "rxcord.compose.pipeline",
     "stream_to_discord": "rxcord.compose.run",
+    "supports_decisions": "rxcord.providers.decisions",
     "with_usage_callback": "rxcord.providers.usage",
     "with_usage_context": "rxcord.providers.hooks",
 }
@@ -102,31 +120,43 @@ __all__ = (
     "ChatRequest",
     "ChunkType",
     "CustomAdapter",
+    "DecisionKind",
+    "DecisionProtocol",
+    "DecisionReference",
+    "DecisionResult",
     "Delivery",
     "DeliveryMode",
+    "DiscordEmulator",
     "DiscordError",
+    "DiscordPySink",
     "DiscordSink",
     "DiscordStopError",
+    "EmulatorConfig",
     "ErrorType",
     "FinishReason",
     "FunctionCall",
     "GoogleAdapter",
+    "Guards",
     "HttpRequest",
     "ImagePart",
     "InputError",
     "MemorySink",
+    "MemoryStore",
     "Message",
     "MissingCredentialError",
     "NvidiaAdapter",
     "OpenAIAdapter",
     "OpenRouterAdapter",
+    "Pipeline",
     "ProcessedChunk",
     "ProviderAdapter",
     "ProviderError",
     "ProviderRequestDeniedError",
+    "Question",
     "RateLimitError",
     "RateLimiter",
     "RawStreamChunk",
+    "RedisStopBus",
     "RenderModifiers",
     "ReplayServer",
     "RestSink",
@@ -137,6 +167,8 @@ __all__ = (
     "SegmentKind",
     "SentMessage",
     "SsrfRefusedError",
+    "Stage",
+    "StageContext",
     "StopHandle",
     "StopKind",
     "StopRegistry",
@@ -159,22 +191,28 @@ __all__ = (
     "Usage",
     "build_chain",
     "build_stream",
+    "call_decisions",
     "fallback_order",
     "make_limiter",
+    "plot_timeline",
     "register_denial_translator",
     "register_request_hook",
     "run_stream",
     "run_turn",
+    "stage03",
     "stream_to_discord",
+    "supports_decisions",
     "with_usage_callback",
     "with_usage_context",
 )
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from rxcord.cli.timeline_plot import plot_timeline
     from rxcord.compose.chain import build_chain
+    from rxcord.compose.pipeline import Pipeline, Stage, StageContext, stage03
     from rxcord.compose.run import StreamJob, build_stream, run_stream, stream_to_discord
     from rxcord.compose.turn import Candidate, ToolHandler, TurnResult, fallback_order, run_turn
-    from rxcord.core.config import RenderModifiers, StreamConfig, StreamContext
+    from rxcord.core.config import Guards, RenderModifiers, StreamConfig, StreamContext
     from rxcord.core.errors import (
         DiscordError,
         DiscordStopError,
@@ -204,10 +242,20 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         Usage,
     )
     from rxcord.io.replay import ReplayServer
+    from rxcord.io.stop_bus import RedisStopBus
     from rxcord.operators.timeline import Timeline
     from rxcord.providers.anthropic import AnthropicAdapter
     from rxcord.providers.base import HttpRequest, ProviderAdapter
     from rxcord.providers.custom import CustomAdapter
+    from rxcord.providers.decisions import (
+        DecisionKind,
+        DecisionProtocol,
+        DecisionReference,
+        DecisionResult,
+        Question,
+        call_decisions,
+        supports_decisions,
+    )
     from rxcord.providers.google import GoogleAdapter
     from rxcord.providers.hooks import (
         ProviderRequestDeniedError,
@@ -221,9 +269,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.transport import TransportConfig
     from rxcord.providers.usage import with_usage_callback
     from rxcord.sinks.base import DiscordSink
+    from rxcord.sinks.discordpy import DiscordPySink
+    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
     from rxcord.sinks.memory import MemorySink
-    from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
-    from rxcord.sinks.redis_ratelimit import make_limiter
+    from rxcord.sinks.ratelimit import MemoryStore, RateLimiter, RateLimitError, make_limiter
     from rxcord.sinks.rest import RestSink
     from rxcord.sinks.terminal import TerminalSink
 
