@@ -48,7 +48,7 @@ import reactivex
 from reactivex import Observable, abc
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.state import Delivery, Segment, StreamState, TypingPulse
-from rxcord.core.types import ChunkNormalizer, Operator, ProviderError, StopSignal
+from rxcord.core.types import ChunkNormalizer, DeliveryMode, Operator, ProviderError, StopSignal
 from rxcord.operators.accumulate import accumulate
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import flush
@@ -65,6 +65,7 @@ from rxcord.operators.typing_heartbeat import typing_heartbeat
 from rxcord.operators.verbatim_tools import verbatim_tools
 from rxcord.providers.base import ProviderAdapter
 from rxcord.sinks.deliver import deliver
+from rxcord.sinks.edit_in_place import edit_flush
 
 Send = Callable[[Segment | TypingPulse], Observable[Delivery]]
 """Delivers one segment or typing pulse (stage 07)."""
@@ -125,6 +126,11 @@ def _speaker(context: StageContext) -> Operator[Any, Any] | None:
     return speaker_guard(names, context.stop_sink) if names else None
 
 
+def _flush_for(mode: DeliveryMode) -> Callable[..., Operator[Any, Any]]:
+    # Edit-in-place: the aggregated flusher with live previews beside it (rxcord.sinks.edit_in_place).
+    return edit_flush if mode is DeliveryMode.EDIT else flush
+
+
 def _deliver(context: StageContext) -> Operator[Any, Any]:
     # deliver() is generic; pinned to this chain's items here, where mypy cannot infer them.
     typed: Callable[[Send, Merge | None], Operator[Segment | TypingPulse, Delivery]] = deliver
@@ -148,7 +154,7 @@ ROUTING_STAGES: tuple[Stage, ...] = (
 """Stages 03-04, raw chunks to orchestrator states."""
 
 DELIVERY_STAGES: tuple[Stage, ...] = (
-    Stage("flush", lambda c: flush(c.config, c.stop_sink, c.describe)),
+    Stage("flush", lambda c: _flush_for(c.config.delivery)(c.config, c.stop_sink, c.describe)),
     Stage("clean", lambda c: clean(c.config)),
     Stage("typing", lambda c: typing_heartbeat(c.config.typing_interval)),
     Stage("deliver", _deliver),

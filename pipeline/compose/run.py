@@ -7,9 +7,10 @@ every log line, and makes sure the stream's stop handle is released.
 
 from __future__ import annotations
 
-__all__ = ("StreamJob", "build_stream", "run_stream", "stream_to_discord")
+__all__ = ("StreamJob", "build_stream", "run_stream", "stream_redactor", "stream_to_discord")
 
 import secrets
+from collections.abc import Callable, Sequence
 
 import aiohttp
 import attrs
@@ -19,9 +20,12 @@ from rxcord.compose.accounting import abandon, begin_hold, denied_result, settle
 from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import DiscordError
+from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.request import ChatRequest
 from rxcord.core.state import StreamResult
 from rxcord.core.stops import StopHandle, StopRegistry
+from rxcord.core.types import DeliveryMode, ProviderError
 from rxcord.operators.aio import drain
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
@@ -30,6 +34,7 @@ from rxcord.providers.hooks import ProviderRequestDeniedError
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.edit_in_place import EditInPlaceDelivery, editing_sink
 
 
 @attrs.frozen(kw_only=True)
@@ -47,6 +52,33 @@ class StreamJob:
     """Resolves ``@name`` to a user id for mentions."""
     pipeline: Pipeline = Pipeline()
     """The chain's stages (``rxcord.compose.pipeline``): insert, replace or remove them by name."""
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
+    """More secrets to redact by value (``stream_redactor``): a bot token the sink does not expose."""
+
+
+def stream_redactor(job: StreamJob) -> Redactor:
+    """The one redactor of *job*'s configured secrets (``rxcord.core.redact``).
+
+    The request's credentials (API key header or parameter), the webhook token of the
+    context, the sink's credentials (its ``secrets`` attribute, if it has one) and
+    ``job.secrets``: each is replaced by value in everything the transport reads, in the
+    error embed posted to Discord, in the result's error and in a ``DiscordError`` raised.
+    """
+    sink_secrets: Sequence[str | None] = getattr(job.sink, "secrets", ()) or ()
+    return Redactor.of(
+        *credentials_in(job.request.headers, job.request.url),
+        job.context.webhook_token,
+        *sink_secrets,
+        *job.secrets,
+    )
+
+
+def _redacted_describe(
+    describe: Callable[[ProviderError], str], redactor: Redactor
+) -> Callable[[ProviderError], str]:
+    if not redactor:
+        return describe
+    return lambda error: redactor.text(describe(redactor.error(error)))
 
 
 def build_stream(
@@ -61,15 +93,29 @@ def build_stream(
 
     With a *timeline*, every stage records what it does and when (``rxcord.operators.timeline``).
     """
-    source = stream_source(job.adapter, job.request, session=job.session, config=job.transport, stats=stats)
-    delivery = DiscordDelivery(
-        sink=job.sink,
-        context=job.context,
-        config=job.config,
-        stops=stops.subject,
-        resolver=job.resolver,
-        timeline=timeline,
+    redactor = stream_redactor(job)
+    source = stream_source(
+        job.adapter, job.request, session=job.session, config=job.transport, stats=stats, redactor=redactor
     )
+    delivery: DiscordDelivery | EditInPlaceDelivery
+    if job.config.delivery is DeliveryMode.EDIT:
+        delivery = EditInPlaceDelivery(
+            sink=editing_sink(job.sink),
+            context=job.context,
+            config=job.config,
+            stops=stops.subject,
+            resolver=job.resolver,
+            timeline=timeline,
+        )
+    else:
+        delivery = DiscordDelivery(
+            sink=job.sink,
+            context=job.context,
+            config=job.config,
+            stops=stops.subject,
+            resolver=job.resolver,
+            timeline=timeline,
+        )
     if nonce_prefix:
         delivery.nonce_prefix = nonce_prefix
     return build_chain(
@@ -80,7 +126,7 @@ def build_stream(
         stop_sink=stops.subject,
         send=delivery.send,
         provider=job.adapter.name,
-        describe=job.adapter.describe_error,
+        describe=_redacted_describe(job.adapter.describe_error, redactor),
         merge=delivery.merge if delivery.coalesces else None,
         guards=job.adapter.guards,
         pipeline=job.pipeline,
@@ -127,11 +173,16 @@ async def run_stream(
             chain = build_stream(job, handle, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline)
             try:
                 results = await drain(chain)
+            except DiscordError as exc:
+                abandon(hold, sent=bool(counters.bodies_sent))
+                raise attrs.evolve(exc, message=stream_redactor(job).text(exc.message)) from None
             except BaseException:
                 # An exception, a cancellation or a kill of the awaiting task: the hold never leaks.
                 abandon(hold, sent=bool(counters.bodies_sent))
                 raise
             result = results[-1]
+            if result.error is not None:
+                result = attrs.evolve(result, error=stream_redactor(job).error(result.error))
             settle(hold, result, sent=bool(counters.bodies_sent))
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",
@@ -159,8 +210,12 @@ async def stream_to_discord(
     registry: StopRegistry | None = None,
     resolver: MentionResolver | None = None,
     pipeline: Pipeline | None = None,
+    secrets: Sequence[str] = (),
 ) -> StreamResult:
     """Stream *request* through *adapter* into Discord: the call a bot makes per reply.
+
+    *secrets*: more values to redact besides the API key, the webhook token and the sink's
+    credentials (``stream_redactor``), e.g. the bot token of a sink that does not expose it.
 
     Stage 01 (``adapter.build_request``) runs here; the rest is the chain, built from
     *pipeline* (``Pipeline.default()`` when ``None``: see ``rxcord.compose.pipeline``).
@@ -179,5 +234,6 @@ async def stream_to_discord(
         session=session,
         resolver=resolver,
         pipeline=pipeline or Pipeline(),
+        secrets=tuple(secrets),
     )
     return await run_stream(job, registry=registry)

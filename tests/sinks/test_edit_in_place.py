@@ -6,15 +6,27 @@ import asyncio
 import itertools
 import re
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 import attrs
+import pytest
 import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rxcord import (
+    ChatRequest,
+    CustomAdapter,
+    Message,
+    OpenRouterAdapter,
+    ReplayServer,
+    TransportConfig,
+    stream_to_discord,
+)
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, SentMessage, StreamState
 from rxcord.core.types import DeliveryMode, StreamStatus
+from rxcord.io.replay import Chunking
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import flush
@@ -207,3 +219,41 @@ def test_in_band_reasoning_never_reaches_an_edit() -> None:
     assert sink.visible() == asyncio.run(_aggregated(list(text), config))
     assert len(sink.shown) > 2
     assert all("secret" not in c and "think" not in c for c in sink.shown)
+
+
+@pytest.mark.parametrize(
+    ("provider", "capture"),
+    [("openrouter", "openrouter_reasoning_code.sse"), ("custom", "openai_think_leak.sse")],
+)
+async def test_whole_chain_in_edit_mode_ends_on_the_aggregated_messages(provider: str, capture: str) -> None:
+    body = (resources.files("rxcord.data") / capture).read_bytes()
+    adapter = {"openrouter": OpenRouterAdapter, "custom": CustomAdapter}[provider]()
+    request = ChatRequest(model="m", messages=(Message.user("hi"),))
+    transport = TransportConfig(allow_private_network=True)
+    outcomes = {}
+    for mode in (DeliveryMode.EDIT, DeliveryMode.AGGREGATED):
+        sink = EditRecorder()
+        async with ReplayServer(body=body, chunking=Chunking(seed=3)) as server:
+            result = await stream_to_discord(
+                adapter,
+                request,
+                sink=sink,
+                base_url=server.base_url,
+                api_key="k",
+                context=StreamContext(channel_id="9"),
+                config=StreamConfig(delivery=mode, typing_interval=0),
+                transport=transport,
+            )
+        outcomes[mode] = (sink, result)
+    edit_sink, edit_result = outcomes[DeliveryMode.EDIT]
+    agg_sink, agg_result = outcomes[DeliveryMode.AGGREGATED]
+    assert edit_result.status is agg_result.status is StreamStatus.COMPLETED
+    assert edit_sink.visible() == agg_sink.visible()
+    assert edit_result.accumulated_text == agg_result.accumulated_text
+    assert [m.payload["content"] for m in edit_result.messages] == agg_sink.visible()
+    assert edit_sink.edit_calls > 0
+    reasoning = (edit_result.reasoning or "").strip()
+    for content in edit_sink.shown:
+        assert len(content) <= 2000 and _balanced(content)
+        if reasoning:
+            assert reasoning[:40] not in content
