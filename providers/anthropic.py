@@ -74,6 +74,7 @@ from rxcord.core.types import (
 )
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.errors import classify_stream_error, content_blocked, describe_error
+from rxcord.providers.unrecognized import RecognitionCheck
 from rxcord.providers.usage import from_anthropic
 
 _log = logger.bind(stage="03-normalize", provider="anthropic")
@@ -652,8 +653,8 @@ class AnthropicAdapter:
         return Guards()
 
     def new_normalizer(self) -> ChunkNormalizer:
-        """A fresh ``AnthropicNormalizer``."""
-        return AnthropicNormalizer()
+        """A fresh ``AnthropicNormalizer`` (a stream it recognises nothing in ends in an ``api_error``)."""
+        return RecognitionCheck(AnthropicNormalizer(), PROVIDER, "Anthropic Messages")
 
     def is_meaningful(self, raw: RawStreamChunk) -> bool:
         """Text, thinking, a signature, a tool-use start or input delta, or usage commits the stream."""

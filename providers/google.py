@@ -74,6 +74,7 @@ from rxcord.core.types import (
 )
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.errors import classify_stream_error, content_blocked, describe_error
+from rxcord.providers.unrecognized import RecognitionCheck
 from rxcord.providers.usage import from_gemini
 
 _log = logger.bind(stage="03-normalize", provider="google")
@@ -609,8 +610,8 @@ class GoogleAdapter:
         return Guards()
 
     def new_normalizer(self) -> ChunkNormalizer:
-        """A fresh ``GeminiNormalizer``."""
-        return GeminiNormalizer()
+        """A fresh ``GeminiNormalizer`` (a stream it recognises nothing in ends in an ``api_error``)."""
+        return RecognitionCheck(GeminiNormalizer(), PROVIDER, "Gemini generateContent")
 
     def is_meaningful(self, raw: RawStreamChunk) -> bool:
         """Text, a thought, a function call, a thought signature or usage commits the stream."""

@@ -109,6 +109,7 @@ from rxcord.providers.errors import (
     describe_error,
     scrub,
 )
+from rxcord.providers.unrecognized import RecognitionCheck
 from rxcord.providers.usage import from_openai
 
 _log = logger.bind(stage="03-normalize")
@@ -989,7 +990,8 @@ class ChatCompletionsAdapter:
 
     def new_normalizer(self) -> ChunkNormalizer:
         """Stage 03: a fresh per-stream normalizer."""
-        return ChatCompletionsNormalizer(provider=self.name, hold_for_usage=self.wire.hold_for_usage)
+        normalizer = ChatCompletionsNormalizer(provider=self.name, hold_for_usage=self.wire.hold_for_usage)
+        return RecognitionCheck(normalizer, self.name, "Chat Completions")
 
     @property
     def guards(self) -> Guards:

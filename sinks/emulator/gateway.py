@@ -39,6 +39,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import WSMsgType, web
+from rxcord.core import safe_json
 from rxcord.sinks.emulator.config import GATEWAY_PATH
 from rxcord.sinks.emulator.events import EmulatorEvent
 from rxcord.sinks.emulator.wire import user_object
@@ -227,7 +228,7 @@ class Gateway:
         if len(raw.encode()) > _MAX_FRAME:
             return 4002
         try:
-            frame = json.loads(raw)
+            frame = safe_json.loads(raw)
         except ValueError:
             return 4002
         if not isinstance(frame, dict):

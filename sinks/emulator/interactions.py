@@ -29,6 +29,7 @@ from rxcord.sinks.emulator.validation import (
     ApiError,
     form_error,
     query_bool,
+    read_json,
     read_payload,
     validate_message,
 )
@@ -325,10 +326,7 @@ async def list_commands(emu: DiscordEmulator, request: web.Request) -> web.Respo
 async def overwrite_commands(emu: DiscordEmulator, request: web.Request) -> web.Response:
     """``PUT /applications/{id}[/guilds/{guild_id}]/commands``: the list replaces the scope's."""
     scope = _scope(emu, request)
-    try:
-        bodies = await request.json()
-    except ValueError:
-        raise ApiError(400, 50109, "The request body contains invalid JSON.") from None
+    bodies = await read_json(request)
     return json_response(200, emu.interactions.overwrite(scope, bodies))
 
 

@@ -10,15 +10,16 @@ __all__ = (
     "form_problems",
     "is_empty",
     "query_bool",
+    "read_json",
     "read_payload",
     "validate_message",
 )
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from aiohttp import web
+from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
 
 MENTION_TYPES: Final = ("users", "roles", "everyone")
@@ -244,18 +245,27 @@ def query_bool(value: str | None, name: str = "wait") -> bool:
     raise form_error([((name,), "BASE_TYPE_BOOLEAN", "Must be either true or false.")])
 
 
+async def read_json(request: web.Request) -> Any:
+    """The decoded JSON body (empty: ``{}``), else 400 / 50109 (nesting deeper than 512 included)."""
+    text = await request.text()
+    try:
+        return safe_json.loads(text) if text else {}
+    except ValueError:
+        raise ApiError(400, 50109, "The request body contains invalid JSON.") from None
+
+
 async def read_payload(request: web.Request) -> dict[str, Any]:
     """The JSON object of a request (or of a multipart ``payload_json`` part), else 400 / 50109."""
     if request.content_type == "multipart/form-data":
         form = await request.post()
         raw = form.get("payload_json")
         text = raw if isinstance(raw, str) else "{}"
+        try:
+            data = safe_json.loads(text)
+        except ValueError:
+            data = None
     else:
-        text = await request.text()
-    try:
-        data = json.loads(text) if text else {}
-    except ValueError:
-        data = None
+        data = await read_json(request)
     if not isinstance(data, dict):
         raise ApiError(400, 50109, "The request body contains invalid JSON.")
     return data
