@@ -11,7 +11,14 @@ from rxcord.cli.chat import API_KEY_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-EXPECTED = ["01-quickstart", "02-stages", "03-reasoning-guards", "04-delivery", "05-live-provider"]
+EXPECTED = [
+    "01-quickstart",
+    "02-stages",
+    "03-reasoning-guards",
+    "04-delivery",
+    "05-live-provider",
+    "06-decisions",
+]
 SECRETS = (
     *API_KEY_VARIABLES.values(),
     "DISCORD_BOT_TOKEN",
@@ -33,8 +40,8 @@ def _outputs(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
 
 
-def test_the_five_notebooks_are_there() -> None:
-    """notebooks/ holds exactly the five documented notebooks."""
+def test_the_documented_notebooks_are_there() -> None:
+    """notebooks/ holds exactly the documented notebooks."""
     assert [path.stem for path in NOTEBOOKS] == EXPECTED
 
 
