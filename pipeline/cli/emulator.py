@@ -16,7 +16,8 @@ async def serve_emulator(port: int, out: Callable[[str], None]) -> None:
 
     the REST base URL (``http://127.0.0.1:PORT/api/v10``), ``bot token: TOKEN`` and
     ``gateway: ws://127.0.0.1:PORT/gateway``, then the guild's text channels
-    (``channel: #name ID``) and the injection route a person acts as a user with.
+    (``channel: #name ID``), the injection route a person acts as a user with and
+    ``page: http://127.0.0.1:PORT/`` (the page of ``rxcord.sinks.webui``).
     """
     from rxcord.sinks.emulator import EmulatorConfig, run_forever
 
@@ -30,5 +31,6 @@ async def serve_emulator(port: int, out: Callable[[str], None]) -> None:
         for channel in config.channels:
             out(f"channel: #{channel.name} {channel.id}")
         out(f"act as a user: POST {emulator.base_url}/_emulator/messages (see the README)")
+        out(f"page: {emulator.page_url}")
 
     await run_forever("127.0.0.1", port, config, started=started)

@@ -20,6 +20,7 @@ import attrs
 from aiohttp import web
 from aiohttp.typedefs import Handler as _Middleware
 from rxcord.core.errors import RxcordError
+from rxcord.sinks import webui
 from rxcord.sinks.emulator.config import (
     API_PREFIX,
     GATEWAY_PATH,
@@ -125,6 +126,7 @@ class DiscordEmulator:
         self.interactions = interactions.install(self)
         self.gateway = gateway.install(self)
         inject.install(self)
+        webui.mount(self.app, API_PREFIX)  # the page at "/" (rxcord.sinks.webui)
         self.app.on_shutdown.append(self._on_shutdown)
 
     def __repr__(self) -> str:
@@ -177,6 +179,11 @@ class DiscordEmulator:
         if self._base_url is None:
             raise EmulatorNotStartedError("the emulator is not started")
         return f"ws://{self.host}:{self.port}{GATEWAY_PATH}"
+
+    @property
+    def page_url(self) -> str:
+        """The emulator's page (``http://127.0.0.1:PORT/``, ``rxcord.sinks.webui``); raises before start."""
+        return webui.page_url(self.base_url)
 
     # -- inspection and test helpers ------------------------------------------
 

@@ -194,7 +194,9 @@
   function remember(message) {
     const author = message.author;
     if (author && author.id && !message.webhook_id) state.users.set(String(author.id), displayName(author));
-    for (const user of message.mentions || []) state.users.set(String(user.id), displayName(user));
+    for (const user of message.mentions || []) {
+      if (!state.users.has(String(user.id))) state.users.set(String(user.id), displayName(user));
+    }
   }
 
   function upsert(message) {
@@ -224,7 +226,8 @@
     return (kind, id) => {
       if (kind === "user") {
         const user = (message.mentions || []).find((u) => String(u.id) === id);
-        const name = user ? displayName(user) : state.users.get(id) || "user-" + id.slice(-4);
+        // A name seen on the user's own messages beats the mention's (the emulator's placeholder).
+        const name = state.users.get(id) || (user ? displayName(user) : "user-" + id.slice(-4));
         return { label: "@" + name, pinged: pingedUsers.has(id) };
       }
       if (kind === "role") return { label: "@role-" + id.slice(-4), pinged: pingedRoles.has(id) };
@@ -275,6 +278,23 @@
     return box;
   }
 
+  function renderAttachment(attachment) {
+    const url = String(attachment.url || "");
+    const name = String(attachment.filename || url.split("/").pop() || "file");
+    const isImage = /^image\//.test(attachment.content_type || "") || /\.(png|jpe?g|gif|webp)$/i.test(name);
+    // Only same-origin or inline images load: the page never reaches out (see the CSP).
+    if (isImage && /^(data:image\/|\/)/.test(url)) {
+      const img = el("img", "attachment-image");
+      img.src = url;
+      img.alt = name;
+      return img;
+    }
+    const box = el("div", "attachment", [el("span", "attachment-icon", [isImage ? "🖼" : "📄"]), el("span", "attachment-name", [name])]);
+    if (attachment.size) box.append(el("span", "attachment-size", [Math.max(1, Math.round(attachment.size / 1024)) + " KB"]));
+    box.title = url;
+    return box;
+  }
+
   function renderReply(message) {
     const reference = message.message_reference;
     if (!reference || message.type === 21) return null;
@@ -285,7 +305,12 @@
       return bar;
     }
     const name = displayName(target.author);
-    const snippet = (target.content || (target.embeds && target.embeds.length ? "Click to see attachment" : "")).replace(/\s+/g, " ");
+    const resolve = mentionResolver(target);
+    const snippet = (target.content || (target.embeds && target.embeds.length ? "Click to see attachment" : ""))
+      .replace(/<@!?(\d{15,21})>/g, (_, id) => resolve("user", id).label)
+      .replace(/<@&(\d{15,21})>/g, (_, id) => resolve("role", id).label)
+      .replace(/<#(\d{15,21})>/g, (_, id) => resolve("channel", id).label)
+      .replace(/\s+/g, " ");
     bar.append(
       avatarFor(name, target.author && target.author.id),
       el("span", "reply-author", ["@" + name]),
@@ -347,6 +372,8 @@
     if (message.content || message.edited_timestamp) body.append(content);
     const embeds = message.embeds || [];
     if (embeds.length) body.append(el("div", "embeds", embeds.map((embed) => renderEmbed(embed, message))));
+    const attachments = message.attachments || [];
+    if (attachments.length) body.append(el("div", "attachments", attachments.map(renderAttachment)));
     if (message.thread && message.thread.id) {
       const thread = el("div", "thread-box", [
         el("span", "thread-name", [message.thread.name || "thread"]),
@@ -462,7 +489,6 @@
     kind = String(kind).toLowerCase();
     if (kind === "message_create" || kind === "message_update") {
       const message = data.message || data;
-      if (data.ephemeral && String((data.user && data.user.id) || "") !== state.me.id) return;
       const channel = upsert(message);
       if (kind === "message_create") stopTyping(message);
       if (channel === state.selected) {
@@ -574,6 +600,27 @@
     }
   }
 
+  async function loadCommands() {
+    try {
+      const commands = await api("GET", EMU + "/commands");
+      state.commands = Array.isArray(commands) ? commands : [];
+    } catch (err) {
+      state.commands = [];
+    }
+  }
+
+  function commandHints(value) {
+    const typed = value.slice(1).split(/\s/)[0].toLowerCase();
+    const known = (state.commands || []).filter((c) => String(c.name || "").startsWith(typed));
+    const rows = known.map((c) => {
+      const options = (c.options || []).map((o) => " " + o.name + ":…").join("");
+      return el("div", "command", [el("strong", null, ["/" + c.name]), options, el("span", "command-description", [c.description ? "  " + c.description : ""])]);
+    });
+    if (!rows.length) rows.push(el("div", "command", [(state.commands || []).length ? "no such command registered" : "no slash commands registered yet (a bot registers them at start-up)"]));
+    rows.unshift(el("div", "command-as", ["slash command as " + state.me.username + " (options as name:value)"]));
+    return rows;
+  }
+
   function setupComposer() {
     const input = $("composer-input");
     const hint = $("command-hint");
@@ -584,8 +631,12 @@
     input.addEventListener("input", () => {
       grow();
       const value = input.value;
+      const wasHidden = hint.hidden;
       hint.hidden = !value.startsWith("/");
-      if (!hint.hidden) hint.textContent = "slash command as " + state.me.username + ": /stop (graceful), /kill (abort), /name key:value";
+      if (wasHidden && !hint.hidden) loadCommands().then(() => {
+        if (!hint.hidden) hint.replaceChildren(...commandHints(input.value));
+      });
+      if (!hint.hidden) hint.replaceChildren(...commandHints(value));
     });
     input.addEventListener("keydown", async (event) => {
       if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
@@ -626,6 +677,7 @@
     setupComposer();
     setInterval(renderTyping, 1000);
     connect();
+    loadCommands();
     try {
       await loadChannels();
     } catch (err) {
