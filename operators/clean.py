@@ -126,15 +126,6 @@ def _strip_invisible(text: str) -> str:
     return _JOINERS.sub(judged, first)
 
 
-def _strip_reasoning(text: str) -> str:
-    """``strip_think_tags`` until nothing changes (removing a block can join a new tag)."""
-    while True:
-        stripped = strip_think_tags(text)
-        if stripped == text:
-            return text
-        text = stripped
-
-
 @functools.lru_cache(maxsize=64)
 def _prefix_re(persona_name: str | None) -> re.Pattern[str]:
     """A leading ``Label:`` prefix for the role labels and *persona_name*, markdown-emphasis aware."""
@@ -187,7 +178,7 @@ def _clean_once(text: str, persona_name: str | None, at_start: bool) -> str:
             code_index += 1
         else:
             masked_pieces.append(piece)
-    masked = _strip_reasoning(_strip_invisible("".join(masked_pieces)))
+    masked = strip_think_tags(_strip_invisible("".join(masked_pieces)))
     if at_start:
         masked = _strip_prefixes(masked, persona_name)
     if not restore:

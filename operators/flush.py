@@ -69,7 +69,6 @@ from __future__ import annotations
 
 __all__ = ("Flusher", "error_embed", "flush")
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -99,37 +98,21 @@ from rxcord.operators.reasoning_tags import (
     CLOSE_RE,
     DETAILS_CLOSE_RE,
     DETAILS_OPEN_RE,
+    MAX_TAG_LEN,
     OPEN_RE,
+    find_tag,
+    match_tag,
+    partial_details_len,
     partial_tag_len,
 )
 
 _log = logger.bind(stage="05-flush")
 
-_MAX_TAG: Final = 64
-"""Longest tag recognised (matches ``reasoning_tags``): a longer ``<...`` is text."""
 
 _PARAGRAPH: Final = int(Level.PARAGRAPH)
 _VISIBLE: Final = 0
 _THINK: Final = 1
 _DETAILS: Final = 2
-
-
-def _details_prefix(tail: str) -> bool:
-    """Whether *tail* (starting at ``<``, no ``>``) could still grow into a details tag."""
-    low = tail.lower()
-    if "<details".startswith(low) or "</details".startswith(low):
-        return True
-    if low.startswith("<details") and low[8:9].isspace():
-        return "<" not in low[1:]
-    return low.startswith("</details") and not low[9:].strip()
-
-
-def _match_tag(buf: str, at: int, *patterns: re.Pattern[str]) -> re.Match[str] | None:
-    for pattern in patterns:
-        match = pattern.match(buf, at)
-        if match is not None and match.end() - at <= _MAX_TAG:
-            return match
-    return None
 
 
 def _no_cuts() -> list[Cut | None]:
@@ -268,14 +251,14 @@ class Flusher:
                     self._visible("<")
                     i += 1
                     continue
-                match = _match_tag(buf, i, OPEN_RE, DETAILS_OPEN_RE, CLOSE_RE, DETAILS_CLOSE_RE)
+                match = match_tag(buf, i, OPEN_RE, DETAILS_OPEN_RE, CLOSE_RE, DETAILS_CLOSE_RE)
                 if match is not None:
                     tag = match.group(0)
                     if OPEN_RE.fullmatch(tag):
                         self._mode = _THINK
                     elif DETAILS_OPEN_RE.fullmatch(tag):
                         self._mode, self._depth = _DETAILS, 1
-                    # A stray closing tag is dropped.
+                    # A stray closer is dropped (the stray-closer rule: past stage 03, only removed).
                     i = match.end()
                     continue
                 if not final and self._undecided(buf, i):
@@ -291,23 +274,18 @@ class Flusher:
     @staticmethod
     def _undecided(buf: str, at: int) -> bool:
         tail = buf[at:]
-        if len(tail) >= _MAX_TAG or ">" in tail:
+        if len(tail) >= MAX_TAG_LEN or ">" in tail:
             return False
-        return partial_tag_len(tail) == len(tail) or _details_prefix(tail)
+        return partial_tag_len(tail) == len(tail) or partial_details_len(tail) > 0
 
     def _route_think(self, buf: str, i: int, *, final: bool) -> int:
         n = len(buf)
-        search = i
-        while True:
-            match = CLOSE_RE.search(buf, search)
-            if match is None or match.end() - match.start() <= _MAX_TAG:
-                break
-            search = match.start() + 1
+        match = find_tag(buf, i, CLOSE_RE)
         if match is not None:
             self._block.append(buf[i : match.start()])
             self._end_block()
             return match.end()
-        hold = 0 if final else partial_tag_len(buf[max(i, n - _MAX_TAG) :])
+        hold = 0 if final else partial_tag_len(buf[max(i, n - MAX_TAG_LEN) :])
         self._block.append(buf[i : n - hold])
         if hold:
             self._carry = buf[n - hold :]
@@ -321,9 +299,9 @@ class Flusher:
             if j < 0:
                 self._block.append(buf[start:])
                 return n
-            match = _match_tag(buf, j, DETAILS_OPEN_RE, DETAILS_CLOSE_RE)
+            match = match_tag(buf, j, DETAILS_OPEN_RE, DETAILS_CLOSE_RE)
             if match is None:
-                if not final and n - j < _MAX_TAG and ">" not in buf[j:] and _details_prefix(buf[j:]):
+                if not final and partial_details_len(buf[j:]):
                     self._block.append(buf[start:j])
                     self._carry = buf[j:]
                     return n

@@ -1,10 +1,25 @@
-"""The shape of an in-band reasoning tag, defined once.
+"""The shape of an in-band reasoning tag and the stray-closer rule, defined once.
 
 Backends that leak reasoning into visible text wrap it in ``<think>`` tags,
-sometimes namespaced (``<mm:think>``, ``<ns:think>``). The stage 03 stripper,
-the stage 05 buffer manager and the stage 06 cleaning sweep all read the tag
-shape from here, so adding a vendor spelling is a one-line change
-(``THINK_NAMES``).
+sometimes namespaced (``<mm:think>``, ``<ns:think>``). The stage 03 stripper
+(``think_strip``), the stage 05 buffer manager (``flush``) and the stage 06
+cleaning sweep (``clean``) all read the tag shape from here, so adding a
+vendor spelling is a one-line change (``THINK_NAMES``).
+
+Rules every consumer follows:
+
+* A tag longer than ``MAX_TAG_LEN`` characters is text (``find_tag``,
+  ``match_tag``): a consumer reading a split stream holds at most that much
+  back to decide (``partial_tag_len``, ``partial_details_len``).
+* Blocks do not nest: an opener inside a block is dropped; an unclosed block
+  runs to the end of the text.
+* **The stray-closer rule** (``stray_closer_reroutes``): a closing tag with no
+  open block is always removed. When it is the first tag of the stream and
+  starts within the start window (nothing has been shown yet), the text
+  before it is reasoning: the chat template opened the block in the prompt.
+  Anywhere else the text before it stays visible, since it may already be on
+  its way to Discord. Stage 03 holds the start of a stream for that window;
+  later stages only ever remove a stray closer.
 
 Note: API stop strings are matched literally by providers, so a namespaced
 close tag used as a stop string must be listed per model, not derived from
@@ -22,8 +37,13 @@ __all__ = (
     "TAG_RE",
     "TAG_START_RE",
     "THINK_NAMES",
+    "find_tag",
+    "is_closer",
+    "match_tag",
+    "partial_details_len",
     "partial_tag_len",
     "split_think_blocks",
+    "stray_closer_reroutes",
     "strip_think_tags",
 )
 
@@ -77,42 +97,99 @@ def partial_tag_len(text: str) -> int:
     return len(tail) if ":" not in name else 0
 
 
-def split_think_blocks(text: str) -> tuple[str, str]:
-    """Split complete *text* into (visible, reasoning).
+def partial_details_len(text: str) -> int:
+    """``len(text)`` when *text* (starting at ``<``) could still grow into a details tag, else 0."""
+    if len(text) >= MAX_TAG_LEN or ">" in text:
+        return 0
+    low = text.lower()
+    if "<details".startswith(low) or "</details".startswith(low):
+        return len(text)
+    if low.startswith("<details") and low[8:9].isspace():
+        return len(text) if "<" not in low[1:] else 0
+    return len(text) if low.startswith("</details") and not low[9:].strip() else 0
+
+
+def find_tag(text: str, pos: int = 0, pattern: re.Pattern[str] = TAG_RE) -> re.Match[str] | None:
+    """The first match of *pattern* (default: either reasoning tag) at or after *pos* that is a tag.
+
+    A match longer than ``MAX_TAG_LEN`` is text: a consumer of a split stream
+    could not have held it back to decide.
+    """
+    for match in pattern.finditer(text, pos):
+        if match.end() - match.start() <= MAX_TAG_LEN:
+            return match
+    return None
+
+
+def match_tag(text: str, pos: int, *patterns: re.Pattern[str]) -> re.Match[str] | None:
+    """The first of *patterns* that matches a tag starting exactly at *pos* (``MAX_TAG_LEN`` at most)."""
+    for pattern in patterns:
+        match = pattern.match(text, pos)
+        if match is not None and match.end() - pos <= MAX_TAG_LEN:
+            return match
+    return None
+
+
+def is_closer(tag: str) -> bool:
+    """Whether *tag* (a ``TAG_RE`` or details match) is a closing tag."""
+    return tag.startswith("</")
+
+
+def stray_closer_reroutes(start: int, start_window: int | None) -> bool:
+    """The stray-closer rule: whether the text before a stray closer is reasoning.
+
+    *start* is where the closer starts in the stream, which must be the first
+    tag of the stream with nothing shown before it; *start_window* is how much
+    of the start of the stream may still be reclassified (``None``: all of it,
+    for a complete text). Otherwise (a later stray closer, or one beyond the
+    window) the caller only removes the closer.
+    """
+    return start_window is None or start <= start_window
+
+
+def split_think_blocks(text: str, *, start_window: int | None = None) -> tuple[str, str]:
+    """Split complete *text*, the start of a stream, into (visible, reasoning).
 
     Closed blocks go to reasoning; an unclosed opening tag sends the rest of
-    the text to reasoning; a stray closing tag with no opener sends everything
-    before it to reasoning (the backend dropped the opener).
+    the text to reasoning; a stray closer follows the stray-closer rule with
+    *start_window* (default: the whole text may be reclassified, so a first tag
+    that is a closer sends everything before it to reasoning).
     """
     visible: list[str] = []
     reasoning: list[str] = []
     pos = 0
     inside = False
-    for match in TAG_RE.finditer(text):
-        is_close = match.group(0).startswith("</")
+    first = True
+    while (match := find_tag(text, pos)) is not None:
+        is_close = is_closer(match.group(0))
         piece = text[pos : match.start()]
         if inside:
             reasoning.append(piece)
             inside = not is_close
-        elif is_close:
+        elif not is_close:
+            visible.append(piece)
+            inside = True
+        elif first and stray_closer_reroutes(match.start(), start_window):
             reasoning.append(piece)
         else:
             visible.append(piece)
-            inside = True
+        first = False
         pos = match.end()
     (reasoning if inside else visible).append(text[pos:])
     return "".join(visible), "".join(reasoning)
 
 
 def strip_think_tags(text: str) -> str:
-    """Remove complete reasoning blocks and any leftover tag (the final cleaning sweep).
+    """Remove complete reasoning blocks and any leftover tag (the final cleaning sweep, mid-stream).
 
-    Repeats until stable: removing a tag can join its neighbours into a new one
-    (``<thi<think>nk>``).
+    The text is not the start of a stream, so a stray closer is only removed
+    (the stray-closer rule). Repeats until stable: removing a tag can join its
+    neighbours into a new one (``<thi<think>nk>``).
     """
     while True:
-        visible, _ = split_think_blocks(text)
-        visible = TAG_RE.sub("", visible)
+        visible, _ = split_think_blocks(text, start_window=-1)
+        while (match := find_tag(visible)) is not None:
+            visible = visible[: match.start()] + visible[match.end() :]
         if visible == text:
             return visible
         text = visible

@@ -19,7 +19,8 @@ The stripper reads the stream in one of three modes:
     leak) must have that first stretch rerouted, but that is only known once
     the closer arrives. So the start of the stream is held back, up to
     ``start_window`` characters: a closer starting within the window sends
-    everything before it to reasoning; an opener starting within the window
+    everything before it to reasoning (the stray-closer rule of
+    ``rxcord.operators.reasoning_tags``); an opener starting within the window
     releases everything before it as visible. When no tag can start within
     the window any more, the held text is released as visible and the mode
     becomes ``VISIBLE``. This is the *only* text that can ever be
@@ -56,13 +57,18 @@ from __future__ import annotations
 __all__ = ("DEFAULT_START_WINDOW", "ThinkStripper", "think_strip")
 
 import enum
-import re
 from typing import Final
 
 import attrs
 from rxcord.core.types import Operator, ProcessedChunk
 from rxcord.operators.reasoning_guard import reasoning_guard
-from rxcord.operators.reasoning_tags import MAX_TAG_LEN, TAG_RE, partial_tag_len
+from rxcord.operators.reasoning_tags import (
+    MAX_TAG_LEN,
+    find_tag,
+    is_closer,
+    partial_tag_len,
+    stray_closer_reroutes,
+)
 
 DEFAULT_START_WINDOW: Final = 256
 """Characters at the start of a stream that a stray closer can still turn into reasoning."""
@@ -72,23 +78,6 @@ class _Mode(enum.Enum):
     START = enum.auto()
     VISIBLE = enum.auto()
     INSIDE = enum.auto()
-
-
-def _held_len(text: str) -> int:
-    """``partial_tag_len``, safe for a trailing ``"</"`` or ``"<"`` + whitespace."""
-    try:
-        return partial_tag_len(text)
-    except IndexError:
-        # partial_tag_len indexes an empty name for these tails; only a bare "</" can still become a tag.
-        return 2 if text.endswith("</") else 0
-
-
-def _next_tag(text: str, pos: int) -> re.Match[str] | None:
-    """The first tag at or after *pos* that is short enough to have been held back when split."""
-    for match in TAG_RE.finditer(text, pos):
-        if match.end() - match.start() <= MAX_TAG_LEN:
-            return match
-    return None
 
 
 @attrs.define
@@ -133,34 +122,37 @@ class ThinkStripper:
         # The held start of the stream has no tag yet: only one ending in the new text can be found.
         first_search = max(0, len(self._pending) - MAX_TAG_LEN) if mode is _Mode.START else 0
         while True:
-            match = _next_tag(buf, max(pos, first_search))
+            match = find_tag(buf, max(pos, first_search))
             first_search = 0
             if mode is _Mode.START:
                 # START holds the whole stream so far, so pos == 0 and buffer offsets are stream offsets.
                 if match is not None and match.start() <= self.start_window:
-                    is_close = match.group(0).startswith("</")
-                    (reasoning if is_close else visible).append(buf[: match.start()])
+                    # The first tag, inside the window: an opener shows what came before it; a stray
+                    # closer makes it reasoning (the stray-closer rule).
+                    is_close = is_closer(match.group(0))
+                    reroute = is_close and stray_closer_reroutes(match.start(), self.start_window)
+                    (reasoning if reroute else visible).append(buf[: match.start()])
                     mode = _Mode.VISIBLE if is_close else _Mode.INSIDE
                     pos = match.end()
                     continue
                 if match is None:
-                    held = _held_len(buf)
+                    held = partial_tag_len(buf)
                     if len(buf) <= self.start_window or (held and len(buf) - held <= self.start_window):
                         break  # a tag may still start inside the window
                 mode = _Mode.VISIBLE
                 continue
             out = visible if mode is _Mode.VISIBLE else reasoning
             if match is None:
-                cut = len(buf) - _held_len(buf[pos:])
+                cut = len(buf) - partial_tag_len(buf[pos:])
                 out.append(buf[pos:cut])
                 pos = cut
                 break
             out.append(buf[pos : match.start()])
-            is_close = match.group(0).startswith("</")
+            is_close = is_closer(match.group(0))
             if mode is _Mode.VISIBLE:
                 if not is_close:
                     mode = _Mode.INSIDE
-                # else: a stray closer after released text is only removed.
+                # else: a stray closer after released text is only removed (the stray-closer rule).
             elif is_close:
                 mode = _Mode.VISIBLE
             pos = match.end()
@@ -182,9 +174,9 @@ class ThinkStripper:
         if "<" not in seam:
             self._seam = ""
             return seam
-        while (match := _next_tag(seam, 0)) is not None:
+        while (match := find_tag(seam, 0)) is not None:
             seam = seam[: match.start()] + seam[match.end() :]
-        cut = len(seam) if final else len(seam) - _held_len(seam)
+        cut = len(seam) if final else len(seam) - partial_tag_len(seam)
         self._seam = seam[cut:]
         return seam[:cut]
 

@@ -35,9 +35,10 @@ def test_leftover_think_blocks_and_tags_are_removed() -> None:
     assert clean_text("<think>plan</think>Hello there<mm:think>more") == "Hello there"
 
 
-def test_a_stray_close_tag_ends_reasoning_whose_opener_was_lost() -> None:
-    """Text before a close tag without an opener is reasoning (the shared tag semantics)."""
-    assert clean_text("thinking aloud</think>Answer") == "Answer"
+def test_a_stray_close_tag_is_only_removed() -> None:
+    """Mid-stream, a closer without an opener is removed and the text before it stays (the stray-closer
+    rule: that text may already be in Discord); it used to be dropped here as reasoning."""
+    assert clean_text("shown already</think>Answer") == "shown alreadyAnswer"
 
 
 def test_tags_inside_code_are_kept() -> None:

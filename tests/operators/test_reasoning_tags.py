@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from rxcord.operators.reasoning_tags import TAG_RE, partial_tag_len, split_think_blocks, strip_think_tags
+from rxcord.core.config import StreamConfig
+from rxcord.core.types import DeliveryMode, SegmentKind
+from rxcord.operators.clean import clean_text
+from rxcord.operators.flush import Flusher
+from rxcord.operators.reasoning_tags import (
+    TAG_RE,
+    partial_tag_len,
+    split_think_blocks,
+    stray_closer_reroutes,
+    strip_think_tags,
+)
+from rxcord.operators.think_strip import ThinkStripper
 
 
 def test_namespaced_and_attributed_tags_match() -> None:
@@ -25,7 +36,7 @@ def test_partial_tag_len_holds_possible_tag_starts() -> None:
 
 
 def test_split_think_blocks_rules() -> None:
-    """Closed blocks, an unclosed opener and a stray closer are all routed to reasoning."""
+    """Closed blocks, an unclosed opener and a stray closer at the start are routed to reasoning."""
     assert split_think_blocks("a<think>r</think>b") == ("ab", "r")
     assert split_think_blocks("r1</think>vis") == ("vis", "r1")
     assert split_think_blocks("v<mm:think>open") == ("v", "open")
@@ -40,3 +51,41 @@ def test_strip_never_leaves_a_tag(a: str, b: str, c: str) -> None:
 def test_strip_handles_tags_formed_by_removal() -> None:
     """Removing a tag that splits another one does not leave the joined tag behind."""
     assert strip_think_tags("x<thi<think>r</think>nk>y") == "xy"
+
+
+# -- the stray-closer rule, one rule for every consumer ---------------------------------------------------
+
+
+def test_split_think_blocks_stray_closer_rule() -> None:
+    """A first-tag closer in the window reroutes what came before it; beyond it, or later, it is removed."""
+    assert split_think_blocks("plan</think>Hi", start_window=10) == ("Hi", "plan")
+    assert split_think_blocks("plan</think>Hi", start_window=2) == ("planHi", "")
+    assert split_think_blocks("a<think>b</think>c</think>d") == ("acd", "b")
+    assert stray_closer_reroutes(5, None) and stray_closer_reroutes(5, 5) and not stray_closer_reroutes(6, 5)
+
+
+def _stage03(text: str, window: int) -> str:
+    stripper = ThinkStripper(start_window=window)
+    visible, _ = stripper.feed(text)
+    return visible + stripper.finish()[0]
+
+
+def _stage05(text: str) -> str:
+    flusher = Flusher(StreamConfig(delivery=DeliveryMode.AGGREGATED))
+    flusher.push(text)
+    return "".join(s.text for s in flusher.flush(final=True) if s.kind is SegmentKind.TEXT)
+
+
+@given(st.text(alphabet="ab .\n", min_size=1, max_size=30), st.text(alphabet="ab .\n", max_size=30))
+def test_every_consumer_removes_a_stray_closer_after_shown_text(before: str, after: str) -> None:
+    """Past the start window, the stripper (03), the flusher (05) and the cleaner (06) all keep the text
+    before a stray closer and drop only the closer; inside the window stage 03 alone makes it reasoning."""
+    text = before + "</think>" + after
+    expected = before + after
+    assert _stage03(text, window=0) == expected
+    assert _stage05(text) == expected
+    assert clean_text(text) == expected
+    assert strip_think_tags(text) == expected
+    assert split_think_blocks(text, start_window=-1) == (expected, "")
+    assert _stage03(text, window=len(before)) == after
+    assert split_think_blocks(text) == (after, before)
