@@ -8,7 +8,7 @@ notebooks can swap them freely.
 
 from __future__ import annotations
 
-__all__ = ("DiscordSink",)
+__all__ = ("DiscordSink", "EditableSink")
 
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -33,4 +33,24 @@ class DiscordSink(Protocol):
 
     async def trigger_typing(self, context: StreamContext) -> None:
         """Show the typing indicator in the context's channel (lasts 10 s)."""
+        ...
+
+
+class EditableSink(DiscordSink, Protocol):
+    """A ``DiscordSink`` that can also edit and delete the messages it sent (edit-in-place delivery).
+
+    Bot messages use ``PATCH`` / ``DELETE /channels/{channel_id}/messages/{message_id}``,
+    webhook messages ``/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}``
+    (``thread_id`` from the context); each route has its own rate-limit bucket.
+    ``RestSink``, ``MemorySink`` and ``DiscordPySink`` implement it.
+    """
+
+    async def edit_message(
+        self, context: StreamContext, message_id: str, payload: Mapping[str, Any]
+    ) -> SentMessage:
+        """Replace the content (and embeds) of message ``message_id``; resend ``allowed_mentions``."""
+        ...
+
+    async def delete_message(self, context: StreamContext, message_id: str) -> None:
+        """Delete message ``message_id`` (a message already gone counts as deleted)."""
         ...

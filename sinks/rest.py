@@ -14,8 +14,26 @@ Policy, from the project's Discord delivery facts (``shared/reference/discord-de
   seedable). A channel message carries a ``nonce`` with ``enforce_nonce: true``
   (one is generated if the caller gave none) and keeps it across retries, so a
   retry after a failure that happened *after* Discord stored the message
-  returns that message instead of posting it twice. Webhooks do not support
-  ``enforce_nonce``; their retries cannot be made idempotent.
+  returns that message instead of posting it twice: the bot path is
+  **exactly once** (within Discord's nonce window).
+* **Webhook messages are at most once.** Webhooks have no ``enforce_nonce``, so
+  a retry after Discord may have stored the message could post it twice. A
+  failure that proves the request never reached the API is retried (the
+  connection could not be opened, a 429, or 502 / 503 / 504, which Discord's
+  edge answers when the API did not take the request); an *ambiguous* one (the
+  connection reset or timed out after the request was written, or a 500) is
+  not: the message counts as possibly delivered, ``create_message`` returns it
+  with ``message_id=None`` and logs a warning, and the stream goes on. So a
+  webhook answer is never duplicated; a message can be lost only when such an
+  ambiguous failure happened *before* Discord stored it.
+* **401** on the bot token: the token is revoked or wrong. The sink remembers
+  it and never sends with it again; the first and every later call raise
+  ``TokenRejectedError`` at once (each 401 counts toward Discord's
+  invalid-request limit).
+* **Bodies are read with a bound** (``max_body``, 1 MiB by default, counted
+  after decompression: the sink decompresses gzip / deflate itself, in
+  bounded steps): a larger answer is not kept (its status still counts; a
+  2xx then has no message id).
 * **Other 4xx** are never retried: 403 / 50001 or 50013 stop the stream
   (``DiscordStopError``, ``missing_access``), 404 / 10003 too
   (``channel_deleted``), 404 / 10015 and 401 / 50027 mark the webhook dead
@@ -28,7 +46,13 @@ Policy, from the project's Discord delivery facts (``shared/reference/discord-de
   reply arrow.
 * Webhooks cannot reply (Discord ignores ``message_reference`` there), so the
   sink drops it, along with ``nonce``/``enforce_nonce``; it fills ``username``
-  and ``avatar_url`` from the context's persona when the payload has none.
+  and ``avatar_url`` from the context's persona when the payload has none,
+  the name passed through ``rxcord.sinks.persona.webhook_username`` (a name
+  Discord rejects is never sent, whoever supplied it).
+* ``edit_message`` / ``delete_message`` use ``PATCH`` / ``DELETE
+  /channels/{channel_id}/messages/{message_id}`` (or the webhook's
+  ``/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}``): routes of
+  their own, so their buckets are their own until Discord names a shared hash.
 
 The bot token and webhook tokens never reach a log line, an exception or a
 repr: routes carry a digest of the webhook token, exceptions are built from
@@ -38,13 +62,14 @@ redacted from their text.
 
 from __future__ import annotations
 
-__all__ = ("Backoff", "RestSink", "discord_error")
+__all__ = ("DEFAULT_MAX_BODY", "Backoff", "RestSink", "TokenRejectedError", "discord_error")
 
 import asyncio
 import json
 import random
 import secrets
 import urllib.parse
+import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -55,6 +80,7 @@ from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
+from rxcord.sinks.persona import webhook_username
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError, Route, webhook_major
 
 _log = logger.bind(stage="07-rest")
@@ -63,9 +89,25 @@ USER_AGENT: Final = "DiscordBot (https://github.com/rxcord/rxcord, 0.1.0)"
 """Discord asks for ``DiscordBot ($url, $version)``."""
 
 _CREATE_TEMPLATE: Final = "/channels/{channel_id}/messages"
+_MESSAGE_TEMPLATE: Final = "/channels/{channel_id}/messages/{message_id}"
 _TYPING_TEMPLATE: Final = "/channels/{channel_id}/typing"
 _WEBHOOK_TEMPLATE: Final = "/webhooks/{webhook_id}/{webhook_token}"
+_WEBHOOK_MESSAGE_TEMPLATE: Final = "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}"
 _REFERENCE_GONE_CODES: Final = frozenset({10008, 160002})
+_UNKNOWN_MESSAGE: Final = 10008
+_NOT_HANDLED: Final = frozenset({502, 503, 504})
+"""5xx answers of Discord's edge when the API did not take the request (retried even for webhooks)."""
+_UNSENT_ERRORS: Final = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+"""Transport failures before the request was written (retried even for webhooks)."""
+_WEBHOOK_ONLY_FIELDS: Final = ("username", "avatar_url", "thread_name", "applied_tags", "tts")
+
+DEFAULT_MAX_BODY: Final = 1 << 20
+"""Bytes of a Discord response body kept, after decompression (a message object is a few KiB)."""
+
+
+@attrs.define(auto_exc=True, slots=False)
+class TokenRejectedError(DiscordError):
+    """Discord answered 401 for the bot token: revoked or wrong. The sink never sends with it again."""
 
 
 @attrs.frozen
@@ -120,7 +162,8 @@ def discord_error(status: int, body: Any) -> DiscordError:
 
     Returns:
         ``DiscordStopError`` (``missing_access`` for 403 / 50001, 50013; ``channel_deleted`` for
-        404 / 10003), ``UnknownWebhookError`` (404 / 10015, 401 / 50027) or ``DiscordError``.
+        404 / 10003), ``UnknownWebhookError`` (404 / 10015, 401 / 50027), ``TokenRejectedError``
+        (any other 401) or ``DiscordError``.
     """
     code: int | None = None
     message = f"HTTP {status}"
@@ -137,6 +180,8 @@ def discord_error(status: int, body: Any) -> DiscordError:
         return DiscordStopError(status=status, code=code, message=message, stop_kind=StopKind.CHANNEL_DELETED)
     if (status, code) in ((404, 10015), (401, 50027)):
         return UnknownWebhookError(status=status, code=code, message=message)
+    if status == 401:
+        return TokenRejectedError(status=status, code=code, message=message)
     return DiscordError(status=status, code=code, message=message)
 
 
@@ -159,6 +204,8 @@ class _Answer:
     body: Any
     sent: Mapping[str, Any] | None
     """The payload of the attempt that got this answer."""
+    uncertain: bool = False
+    """An ambiguous failure that was not retried (at-most-once): Discord may have stored it."""
 
 
 class RestSink:
@@ -181,6 +228,7 @@ class RestSink:
         sleep: Awaitable sleep used for backoff (tests inject a recorder).
         max_rate_limit_retries: 429s tolerated per message before giving up.
         timeout: Total seconds per HTTP attempt.
+        max_body: Bytes of a response body kept, after decompression; more is not read.
     """
 
     __slots__ = (
@@ -188,9 +236,11 @@ class RestSink:
         "_base_url",
         "_dead_webhooks",
         "_limiter",
+        "_max_body",
         "_max_rate_limit_retries",
         "_max_retries",
         "_owns_session",
+        "_rejected",
         "_rng",
         "_session",
         "_sleep",
@@ -211,6 +261,7 @@ class RestSink:
         sleep: Callable[[float], Awaitable[None]] | None = None,
         max_rate_limit_retries: int = 10,
         timeout: float = 30.0,
+        max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._token = token
@@ -223,7 +274,10 @@ class RestSink:
         self._sleep = sleep or asyncio.sleep
         self._max_rate_limit_retries = max_rate_limit_retries
         self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._max_body = max_body
         self._dead_webhooks: set[str] = set()
+        self._rejected = False
+        """The bot token got a 401: nothing is sent with it any more."""
 
     def __repr__(self) -> str:
         token = "<hidden>" if self._token else None
@@ -233,6 +287,11 @@ class RestSink:
     def limiter(self) -> RateLimiter:
         """The rate limiter this sink sends through."""
         return self._limiter
+
+    @property
+    def token_rejected(self) -> bool:
+        """Whether Discord rejected the bot token (401); no request uses it since."""
+        return self._rejected
 
     async def __aenter__(self) -> RestSink:
         return self
@@ -252,25 +311,73 @@ class RestSink:
         """Send one message; see the module docstring for retries and error mapping.
 
         Returns:
-            The message as sent (``payload`` is exactly the JSON of the accepted attempt) and its id.
+            The message as sent (``payload`` is exactly the JSON of the accepted attempt) and its id
+            (``None`` for a webhook message whose delivery is uncertain, see the module docstring).
 
         Raises:
             DiscordStopError: missing access or deleted channel (the stream must stop).
             UnknownWebhookError: the context's webhook is gone.
+            TokenRejectedError: the bot token was rejected (now or before).
             DiscordError: any other refusal, or retries exhausted.
         """
-        if context.webhook_id is not None and context.webhook_token is not None:
-            return await self._execute_webhook(context, context.webhook_id, context.webhook_token, payload)
+        webhook = _webhook(context)
+        if webhook is not None:
+            return await self._execute_webhook(context, *webhook, payload)
         body = dict(payload)
         if body.get("nonce") is None:
             # secrets, not the seeded rng: a nonce repeated within Discord's window
             # would return an old message instead of posting the new one.
             body["nonce"] = secrets.token_hex(12)
         body.setdefault("enforce_nonce", True)
+        for field in _WEBHOOK_ONLY_FIELDS:
+            body.pop(field, None)
         route = Route("POST", _CREATE_TEMPLATE, (context.channel_id,))
         url = f"{self._base_url}/channels/{_quote(context.channel_id)}/messages"
         answer = await self._exchange(route, url, body, bot=True, secret=None)
         return self._sent(answer, context.channel_id)
+
+    async def edit_message(
+        self, context: StreamContext, message_id: str, payload: Mapping[str, Any]
+    ) -> SentMessage:
+        """Edit a message (``PATCH``): the bot's, or the webhook's when the context has a webhook.
+
+        Resend ``allowed_mentions`` with every edit: Discord parses an edit without it with the
+        defaults (pings), not with the original message's settings.
+
+        Raises:
+            The same errors as ``create_message``.
+        """
+        body = {
+            k: v
+            for k, v in payload.items()
+            if k not in ("nonce", "enforce_nonce", "message_reference", *_WEBHOOK_ONLY_FIELDS)
+        }
+        webhook = _webhook(context)
+        if webhook is not None:
+            route, url = self._webhook_message(context, *webhook, message_id)
+            answer = await self._webhook_exchange(webhook[0], route, url, body, secret=webhook[1])
+            return self._sent(answer, context.thread_id or context.channel_id)
+        route = Route("PATCH", _MESSAGE_TEMPLATE, (context.channel_id,))
+        url = f"{self._base_url}/channels/{_quote(context.channel_id)}/messages/{_quote(message_id)}"
+        answer = await self._exchange(route, url, body, bot=True, secret=None)
+        return self._sent(answer, context.channel_id)
+
+    async def delete_message(self, context: StreamContext, message_id: str) -> None:
+        """Delete a message (``DELETE``); one that is already gone (404 / 10008) counts as deleted.
+
+        Raises:
+            The same errors as ``create_message``.
+        """
+        webhook = _webhook(context)
+        if webhook is not None:
+            route, url = self._webhook_message(context, *webhook, message_id, method="DELETE")
+            answer = await self._webhook_exchange(webhook[0], route, url, None, secret=webhook[1])
+        else:
+            route = Route("DELETE", _MESSAGE_TEMPLATE, (context.channel_id,))
+            url = f"{self._base_url}/channels/{_quote(context.channel_id)}/messages/{_quote(message_id)}"
+            answer = await self._exchange(route, url, None, bot=True, secret=None)
+        if answer.status >= 300 and not _unknown_message(answer.status, answer.body):
+            raise discord_error(answer.status, answer.body)
 
     async def trigger_typing(self, context: StreamContext) -> None:
         """Show the typing indicator (needs the bot token; a webhook-only sink skips it)."""
@@ -288,13 +395,11 @@ class RestSink:
     async def _execute_webhook(
         self, context: StreamContext, webhook_id: str, webhook_token: str, payload: Mapping[str, Any]
     ) -> SentMessage:
-        if webhook_id in self._dead_webhooks:
-            raise UnknownWebhookError(
-                status=404, code=10015, message="Unknown Webhook (seen before; not retried)"
-            )
         body = {k: v for k, v in payload.items() if k not in ("nonce", "enforce_nonce", "message_reference")}
-        if context.persona_username is not None:
-            body.setdefault("username", context.persona_username)
+        # A name Discord rejects would fail the message: never send one, whoever supplied it.
+        username = webhook_username(body.pop("username", None) or context.persona_username)
+        if username is not None:
+            body["username"] = username
         if context.persona_avatar_url is not None:
             body.setdefault("avatar_url", context.persona_avatar_url)
         query = {"wait": "true"}
@@ -305,17 +410,58 @@ class RestSink:
             f"?{urllib.parse.urlencode(query)}"
         )
         route = Route("POST", _WEBHOOK_TEMPLATE, webhook_major(webhook_id, webhook_token))
+        answer = await self._webhook_exchange(
+            webhook_id, route, url, body, secret=webhook_token, idempotent=False
+        )
+        return self._sent(answer, context.thread_id or context.channel_id)
+
+    def _webhook_message(
+        self,
+        context: StreamContext,
+        webhook_id: str,
+        webhook_token: str,
+        message_id: str,
+        method: str = "PATCH",
+    ) -> tuple[Route, str]:
+        url = (
+            f"{self._base_url}/webhooks/{_quote(webhook_id)}/{_quote(webhook_token)}"
+            f"/messages/{_quote(message_id)}"
+        )
+        if context.thread_id is not None:
+            url += f"?{urllib.parse.urlencode({'thread_id': context.thread_id})}"
+        return Route(method, _WEBHOOK_MESSAGE_TEMPLATE, webhook_major(webhook_id, webhook_token)), url
+
+    async def _webhook_exchange(
+        self,
+        webhook_id: str,
+        route: Route,
+        url: str,
+        body: Mapping[str, Any] | None,
+        *,
+        secret: str,
+        idempotent: bool = True,
+    ) -> _Answer:
+        if webhook_id in self._dead_webhooks:
+            raise UnknownWebhookError(
+                status=404, code=10015, message="Unknown Webhook (seen before; not retried)"
+            )
         try:
-            answer = await self._exchange(route, url, body, bot=False, secret=webhook_token)
-            return self._sent(answer, context.thread_id or context.channel_id)
+            answer = await self._exchange(route, url, body, bot=False, secret=secret, idempotent=idempotent)
+            gone = route.method == "DELETE" and _unknown_message(answer.status, answer.body)
+            if answer.status >= 300 and not gone:
+                raise discord_error(answer.status, answer.body)
         except UnknownWebhookError:
             self._dead_webhooks.add(webhook_id)
             raise
+        except TokenRejectedError as exc:  # a webhook's 401: its token is not valid any more
+            self._dead_webhooks.add(webhook_id)
+            raise UnknownWebhookError(status=exc.status, code=exc.code, message=exc.message) from None
+        return answer
 
     def _sent(self, answer: _Answer, fallback_channel: str) -> SentMessage:
-        if answer.status >= 300:
+        if answer.status >= 300 and not answer.uncertain:
             raise discord_error(answer.status, answer.body)
-        body = answer.body if isinstance(answer.body, Mapping) else {}
+        body = answer.body if isinstance(answer.body, Mapping) and not answer.uncertain else {}
         message_id = body.get("id")
         channel_id = body.get("channel_id") or fallback_channel
         return SentMessage(
@@ -330,23 +476,46 @@ class RestSink:
                 text = text.replace(value, "<redacted>")
         return text
 
-    async def _exchange(
-        self, route: Route, url: str, payload: Mapping[str, Any] | None, *, bot: bool, secret: str | None
-    ) -> _Answer:
-        """One logical request: rate-limited, retried, with the reply fallback; returns the final answer."""
-        if bot and self._token is None:
+    def _check_token(self, route: Route) -> None:
+        if self._token is None:
             raise DiscordError(status=0, message=f"{route.key} needs a bot token; this sink has none")
+        if self._rejected:
+            raise TokenRejectedError(
+                status=401, message=f"{route.key} not sent: Discord rejected the bot token earlier (401)"
+            )
+
+    async def _exchange(
+        self,
+        route: Route,
+        url: str,
+        payload: Mapping[str, Any] | None,
+        *,
+        bot: bool,
+        secret: str | None,
+        idempotent: bool = True,
+    ) -> _Answer:
+        """One logical request: rate-limited, retried, with the reply fallback; returns the final answer.
+
+        ``idempotent=False`` (webhook messages) retries only failures that prove the request was
+        not handled; an ambiguous one returns an ``uncertain`` answer (at most once).
+        """
+        if bot:
+            self._check_token(route)
         failures = 0
         limited = 0
         where = route.major[0] if route.major else ""
         async with self._limiter.acquire(route) as slot:
             while True:
+                if bot:
+                    self._check_token(route)  # another request may have learnt the 401 meanwhile
                 await slot.wait()
                 try:
                     status, headers, body = await self._send(route.method, url, payload, bot=bot)
                 except (aiohttp.ClientError, TimeoutError) as exc:
                     failures += 1
                     reason = self._redact(f"{type(exc).__name__}: {exc}", secret)
+                    if not idempotent and not isinstance(exc, _UNSENT_ERRORS):
+                        return self._uncertain(route, where, reason, payload)
                     if failures > self._max_retries:
                         raise DiscordError(
                             status=0, message=f"{route.key} failed after {failures} attempts: {reason}"
@@ -361,7 +530,15 @@ class RestSink:
                             status=429, message=f"{route.key} still rate limited after {limited} tries"
                         )
                     continue
+                if status == 401 and bot:
+                    self._rejected = True
+                    _log.error(
+                        "{route}: the bot token was rejected (401); no request will use it", route=route.key
+                    )
+                    raise discord_error(status, body)
                 if status >= 500:
+                    if not idempotent and status not in _NOT_HANDLED:
+                        return self._uncertain(route, where, f"HTTP {status}", payload)
                     failures += 1
                     if failures > self._max_retries:
                         return _Answer(status, body, payload)
@@ -376,6 +553,16 @@ class RestSink:
                     payload = {k: v for k, v in payload.items() if k != "message_reference"}
                     continue
                 return _Answer(status, body, payload)
+
+    def _uncertain(self, route: Route, where: str, reason: str, payload: Mapping[str, Any] | None) -> _Answer:
+        _log.warning(
+            "{route} ({where}) failed ({reason}) after the request was sent; not retried "
+            "(webhooks cannot deduplicate): the message may or may not be in Discord",
+            route=route.key,
+            where=where,
+            reason=reason,
+        )
+        return _Answer(0, None, payload, uncertain=True)
 
     async def _wait_backoff(self, failures: int, route: Route, where: str, reason: str) -> None:
         delay = self._backoff.delay(failures, self._rng)
@@ -395,23 +582,55 @@ class RestSink:
     ) -> tuple[int, Mapping[str, str], Any]:
         if self._session is None:
             self._session = aiohttp.ClientSession()
-        headers = {"User-Agent": USER_AGENT}
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
         if bot and self._token is not None:
             headers["Authorization"] = f"Bot {self._token}"
         data = json.dumps(payload).encode() if payload is not None else None
         if data is not None:
             headers["Content-Type"] = "application/json"
         async with self._session.request(
-            method, url, data=data, headers=headers, timeout=self._timeout
+            method, url, data=data, headers=headers, timeout=self._timeout, auto_decompress=False
         ) as response:
-            raw = await response.read()
+            raw = await _read_bounded(response, self._max_body)
             body: Any = None
             if raw and response.content_type == "application/json":
                 try:
                     body = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     body = None
             return response.status, response.headers, body
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The body, decompressed in bounded steps; ``None`` above ``limit`` bytes or when undecodable."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    decoder = None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
+    elif encoding not in ("", "identity"):
+        _log.warning("Discord answered with an unasked encoding {encoding}; body ignored", encoding=encoding)
+        return None
+    out = bytearray()
+    try:
+        async for chunk in response.content.iter_chunked(1 << 16):
+            out += chunk if decoder is None else decoder.decompress(chunk, limit + 1 - len(out))
+            if len(out) > limit or (decoder is not None and decoder.unconsumed_tail):
+                _log.warning("Discord response body above {limit} bytes; not read further", limit=limit)
+                response.close()
+                return None
+    except zlib.error:
+        return None
+    return bytes(out)
+
+
+def _webhook(context: StreamContext) -> tuple[str, str] | None:
+    if context.webhook_id is not None and context.webhook_token is not None:
+        return context.webhook_id, context.webhook_token
+    return None
+
+
+def _unknown_message(status: int, body: Any) -> bool:
+    return status == 404 and isinstance(body, Mapping) and body.get("code") == _UNKNOWN_MESSAGE
 
 
 def _quote(part: str) -> str:
