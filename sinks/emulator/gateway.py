@@ -314,6 +314,8 @@ class Gateway:
     # -- emulator events -> dispatches ---------------------------------------
 
     def _on_event(self, event: EmulatorEvent) -> None:
+        if not self.sessions:
+            return  # nobody listens: benchmarks pay nothing for the gateway
         data = event.data
         if event.kind in ("message_create", "message_update"):
             if data["ephemeral"]:
@@ -351,13 +353,17 @@ class Gateway:
             or str(message["author"]["id"]) == emu.config.bot_id
             or any(str(user["id"]) == emu.config.bot_id for user in message.get("mentions", ()))
         )
-        blanked = {**body, "content": "", "embeds": [], "attachments": [], "components": []}
+        blanked: dict[str, Any] | None = None
         count = 0
         for session in self.identified():
             if not session.intents & intent:
                 continue
-            full = exempt or session.intents & Intent.MESSAGE_CONTENT
-            session.dispatch(name, body if full else blanked)
+            if exempt or session.intents & Intent.MESSAGE_CONTENT:
+                session.dispatch(name, body)
+            else:
+                if blanked is None:
+                    blanked = {**body, "content": "", "embeds": [], "attachments": [], "components": []}
+                session.dispatch(name, blanked)
             count += 1
         if count:
             emu.counters.gateway[name] += count
