@@ -549,10 +549,14 @@ class ChatCompletionsNormalizer:
     def _as_stream_chunk(
         self, raw: RawStreamChunk, data: Mapping[str, Any], out: _Out
     ) -> Mapping[str, Any] | None:
-        """A complete ``chat.completion`` as the one stream chunk that says the same (``None``: error)."""
+        """A complete ``chat.completion`` as the one stream chunk that says the same (``None``: none)."""
         error = chunk_error(raw, provider=self.provider)
         if error is not None:
             self._fail(out, error)
+            return None
+        if not isinstance(data.get("choices"), list):
+            # Not a chat completion at all (another API's body): nothing to recognise here.
+            _log.debug("{provider}: filtered a body without choices", provider=self.provider)
             return None
         choice = _first_choice(data) or {}
         message = choice.get("message")

@@ -26,7 +26,7 @@ SECRETS = (
     "RXCORD_DISCORD_BASE_URL",
 )
 """Unset for the kernel: with them, notebook 05 would talk to the real provider and Discord."""
-PLOTS = {"02-stages": 7, "04-delivery": 4, "05-live-provider": 1}
+PLOTS = {"01-quickstart": 1, "02-stages": 7, "04-delivery": 4, "05-live-provider": 1}
 """Notebooks that draw, and how many pictures they show inline."""
 CELL_TIMEOUT = 60
 
