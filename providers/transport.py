@@ -50,6 +50,7 @@ from reactivex import abc
 from reactivex.disposable import Disposable
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
@@ -62,6 +63,7 @@ _log = logger.bind(stage="02-transport")
 
 _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
 
+_NO_SECRETS: Final = Redactor()
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 """The metadata of every SSE event chunk (shared: it is read-only)."""
 
@@ -145,6 +147,7 @@ def stream_source(
     config: TransportConfig | None = None,
     stats: TransportStats | None = None,
     on_closed: Callable[[], None] | None = None,
+    redactor: Redactor | None = None,
 ) -> reactivex.Observable[RawStreamChunk]:
     """A cold observable that performs *request* and emits its raw chunks.
 
@@ -156,17 +159,20 @@ def stream_source(
         config: Limits and retry bounds.
         stats: Optional counters filled while the subscription runs.
         on_closed: Called once the pump task has finished (after a dispose too).
+        redactor: Replaces the configured secrets in everything read (SSE data, bodies, error
+            texts); by default the credentials of *request* itself (``credentials_in``).
 
     Returns:
         An observable; each subscription makes its own HTTP request.
     """
     cfg = config or TransportConfig()
+    redact = redactor if redactor is not None else Redactor.of(*credentials_in(request.headers, request.url))
 
     def subscribe(
         observer: abc.ObserverBase[RawStreamChunk], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         loop = asyncio.get_running_loop()
-        pump = _Pump(adapter, request, session, cfg, stats or TransportStats(), observer)
+        pump = _Pump(adapter, request, session, cfg, stats or TransportStats(), observer, redact)
         task = loop.create_task(pump.run(), name=f"rxcord:{adapter.name}")
         if on_closed is not None:
 
@@ -191,6 +197,7 @@ class _Pump:
     cfg: TransportConfig
     stats: TransportStats
     observer: abc.ObserverBase[RawStreamChunk]
+    redact: Redactor
 
     async def run(self) -> None:
         try:
@@ -304,11 +311,14 @@ class _Pump:
         except asyncio.CancelledError:
             raise
         except SsrfRefusedError as exc:
-            yield [_error_chunk(name, str(exc), retryable=False, code="ssrf_refused", original=exc)]
+            error = _error(self.redact.text(str(exc)), retryable=False, code="ssrf_refused", original=exc)
+            yield [RawStreamChunk(provider=name, error=self.redact.error(error))]
         except SseLineTooLong as exc:
-            yield [_error_chunk(name, str(exc), retryable=False, code="sse_line_too_long", original=exc)]
+            error = _error(str(exc), retryable=False, code="sse_line_too_long", original=exc)
+            yield [RawStreamChunk(provider=name, error=error)]
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            yield [RawStreamChunk(provider=name, error=classify_exception(exc, provider=name))]
+            error = self.redact.error(classify_exception(exc, provider=name))
+            yield [RawStreamChunk(provider=name, error=error)]
 
     def _mark_closed(self) -> None:
         self.stats.closed = True
@@ -330,7 +340,7 @@ class _Pump:
         status = response.status
         ctype = response.headers.get("Content-Type", "")
         if status >= 400:
-            decoded = _decode_json(await _read_capped(response, self.cfg.max_body_bytes))
+            decoded = _decode_json(self.redact.text(await _read_capped(response, self.cfg.max_body_bytes)))
             error = classify_http_error(status, decoded, provider=name, headers=dict(response.headers))
             yield [RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})]
             return
@@ -346,7 +356,7 @@ class _Pump:
             yield [RawStreamChunk(provider=name, error=error, metadata={"status": status})]
             return
         if "text/event-stream" not in ctype:
-            text = await _read_capped(response, self.cfg.max_body_bytes)
+            text = self.redact.text(await _read_capped(response, self.cfg.max_body_bytes))
             decoded = _decode_json(text)
             if isinstance(decoded, str):
                 yield [_malformed(name, "response body is not JSON", text)]
@@ -367,7 +377,7 @@ class _Pump:
             fields = parser.feed_raw(piece)
             if not fields:
                 continue
-            batch, done = _event_chunks(name, fields)
+            batch, done = _event_chunks(name, fields, redact=self.redact)
             seen += len(batch)
             if batch:
                 yield batch
@@ -375,7 +385,7 @@ class _Pump:
                 break
         else:
             # An event still pending at the end of the body was cut off (see the SSE parser).
-            batch, _ = _event_chunks(name, parser.close_raw(), at_end=True)
+            batch, _ = _event_chunks(name, parser.close_raw(), at_end=True, redact=self.redact)
             seen += len(batch)
             if batch:
                 yield batch
@@ -393,7 +403,11 @@ def is_custom_endpoint(adapter: ProviderAdapter) -> bool:
 
 
 def _event_chunks(
-    provider: str, fields: list[tuple[bytes, str | None, str | None]], *, at_end: bool = False
+    provider: str,
+    fields: list[tuple[bytes, str | None, str | None]],
+    *,
+    at_end: bool = False,
+    redact: Redactor = _NO_SECRETS,
 ) -> tuple[list[RawStreamChunk], bool]:
     """The chunks of parsed events, up to ``[DONE]``; and whether ``[DONE]`` was seen.
 
@@ -401,7 +415,10 @@ def _event_chunks(
     JSON was cut off mid-event (a truncated body), which is reported as such.
     """
     batch: list[RawStreamChunk] = []
-    for data, event, _ in fields:
+    scrub = redact.data if redact else None
+    for raw, event, _ in fields:
+        # Redacted before decoding: a secret never reaches a decoded value.
+        data = scrub(raw) if scrub is not None else raw
         if data == b"[DONE]":
             return batch, True
         chunk = _event_chunk(provider, data, event)
@@ -416,15 +433,19 @@ def _error_chunk(
     message: str,
     *,
     retryable: bool,
-    code: str | None = None,
+    code: str,
     data: object = None,
     original: Exception | None = None,
 ) -> RawStreamChunk:
     """A chunk carrying a transport-level ``api_error`` (the adapter's ``rejection`` sees it)."""
-    error = ProviderError(
+    error = _error(message, retryable=retryable, code=code, original=original)
+    return RawStreamChunk(provider=provider, error=error, data=data)
+
+
+def _error(message: str, *, retryable: bool, code: str, original: object = None) -> ProviderError:
+    return ProviderError(
         type=ErrorType.API_ERROR, message=message, retryable=retryable, code=code, original_error=original
     )
-    return RawStreamChunk(provider=provider, error=error, data=data)
 
 
 def _truncated(provider: str, text: object) -> RawStreamChunk:

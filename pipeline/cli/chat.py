@@ -74,6 +74,7 @@ async def chat_command(args: argparse.Namespace, out: Callable[[str], None]) -> 
             config=StreamConfig(delivery=DeliveryMode(args.delivery)),
             transport=transport,
             session=session,
+            secrets=tuple(value for value in (os.environ.get("DISCORD_BOT_TOKEN"),) if value),
         )
     out(f"-- {result.status.value}" + (f": {result.error.message}" if result.error else ""))
 
