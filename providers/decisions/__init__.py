@@ -9,7 +9,7 @@ one typed result: completed, refused, denied, cancelled, invalid-input, unavaila
 
 Modules: ``types`` (vocabulary), ``validate`` (pure rules), ``convert`` (the strict cattrs
 converter), ``codec`` and ``wire_*`` (the protocols), ``selection`` (options, references and
-their recheck), ``fetch`` (the bounded one-shot POST under request holds), ``call`` (the call).
+their recheck), ``discovery`` (OpenRouter's decision models), ``fetch`` (the bounded one-shot POST under request holds), ``call`` (the call).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from rxcord.providers.decisions.call import (
     call_decisions,
     register_decision_metric,
 )
+from rxcord.providers.decisions.discovery import discover_openrouter_models
 from rxcord.providers.decisions.selection import (
     DecisionDirectory,
     DecisionModelOption,
@@ -79,6 +80,7 @@ __all__ = (
     "call_decisions",
     "custom_provider",
     "decision_protocols",
+    "discover_openrouter_models",
     "load_decision_models",
     "reference_for",
     "register_decision_metric",
