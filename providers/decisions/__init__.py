@@ -9,7 +9,8 @@ one typed result: completed, refused, denied, cancelled, invalid-input, unavaila
 
 Modules: ``types`` (vocabulary), ``validate`` (pure rules), ``convert`` (the strict cattrs
 converter), ``codec`` and ``wire_*`` (the protocols), ``selection`` (options, references and
-their recheck), ``discovery`` (OpenRouter's decision models), ``fetch`` (the bounded one-shot POST under request holds), ``call`` (the call).
+their recheck), ``discovery`` (OpenRouter's decision models), ``fetch`` (the bounded one-shot
+POST under request holds), ``call`` (the call).
 """
 
 from __future__ import annotations
