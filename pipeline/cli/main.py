@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--pace", type=float, default=0.0, metavar="MS", help="milliseconds between pieces")
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     replay.add_argument(
+        "--serve",
+        action="store_true",
+        help="keep the emulator and its page up after the replay, until interrupted (--sink emulator)",
+    )
+    replay.add_argument(
         "--timeline", metavar="PNG", help="write the stream's timeline plot here (needs rxcord[plot])"
     )
 
@@ -115,10 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.add(sys.stderr, level="DEBUG", serialize=False, filter="rxcord")
     try:
         if args.command == "replay":
-            from rxcord.cli.replay import replay_command
+            from rxcord.cli.replay import replay_and_serve, replay_command
 
-            report = asyncio.run(replay_command(args))
-            _print(report, as_json=args.json)
+            if args.serve:
+                asyncio.run(replay_and_serve(args, lambda report: _print(report, as_json=args.json), _say))
+            else:
+                report = asyncio.run(replay_command(args))
+                _print(report, as_json=args.json)
         elif args.command == "demo":
             from rxcord.cli.demo import run_demo
 

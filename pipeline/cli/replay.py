@@ -7,11 +7,12 @@ stderr while the replay runs (``rxcord.cli.progress``).
 
 from __future__ import annotations
 
-__all__ = ("ReplayOptions", "replay_command", "run_replay")
+__all__ = ("ReplayOptions", "replay_and_serve", "replay_command", "run_replay")
 
 import argparse
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +34,12 @@ from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
 
 if TYPE_CHECKING:
-    from rxcord.sinks.emulator import EmulatorConfig
+    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
 REPLAY_MODEL = "replay-model"
 """The model name replays ask for (the capture decides what comes back)."""
+REPLAY_CHANNEL = "100000000000000001"
+"""The channel replays deliver into."""
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +64,8 @@ class ReplayOptions:
     """Records the stream's timeline, rate-limit waits included."""
     progress: Progress | None = None
     """Counts routed chunks while the replay runs."""
+    running_emulator: DiscordEmulator | None = None
+    """Deliver into this started emulator and leave it running (``--serve``); ``emulator`` is unused."""
 
 
 @attrs.frozen(kw_only=True)
@@ -72,8 +77,33 @@ class ReplayOutcome:
     requests: int
 
 
-async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
-    """Run ``rxcord replay`` from parsed arguments; return the JSON report."""
+async def replay_and_serve(
+    args: argparse.Namespace, show: Callable[[dict[str, Any]], None], say: Callable[[str], None]
+) -> None:
+    """``rxcord replay ... --serve``: replay into an emulator that stays up with its page until interrupted.
+
+    *show* prints the report, then *say* prints ``page: URL`` (the replay's channel selected)
+    and the emulator's REST base URL.
+    """
+    if args.sink != "emulator":
+        raise InputError("--serve needs --sink emulator")
+    from rxcord.sinks.emulator import DiscordEmulator
+
+    emulator = DiscordEmulator()
+    await emulator.start()
+    try:
+        show(await replay_command(args, emulator=emulator))
+        say(f"page: {emulator.page_url}#{REPLAY_CHANNEL}")
+        say(f"emulator: {emulator.base_url} (serving until interrupted)")
+        await asyncio.Event().wait()
+    finally:
+        await emulator.close()
+
+
+async def replay_command(
+    args: argparse.Namespace, *, emulator: DiscordEmulator | None = None
+) -> dict[str, Any]:
+    """Run ``rxcord replay`` from parsed arguments (into *emulator* when given); return the JSON report."""
     options = ReplayOptions(
         capture=Path(args.capture),
         provider=args.provider,
@@ -85,6 +115,7 @@ async def replay_command(args: argparse.Namespace) -> dict[str, Any]:
         chunking=Chunking(size=args.chunk_bytes, seed=args.random_chunks),
         stop=args.stop,
         pace_ms=args.pace,
+        running_emulator=emulator,
     )
     plot_path: str | None = getattr(args, "timeline", None)
     if plot_path:
@@ -143,13 +174,14 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
     config = options.config or StreamConfig(delivery=options.delivery)
     # The replay server is on 127.0.0.1 by design: the SSRF guard's opt-out is needed for it.
     transport = TransportConfig(allow_private_network=True, transient_retries=0)
-    async with server, _sink(options.sink, options.emulator, options.timeline) as sink:
+    sink_cm = _sink(options.sink, options.emulator, options.timeline, options.running_emulator)
+    async with server, sink_cm as sink:
         http = adapter.build_request(chat, base_url=server.base_url, api_key="replay-key", stream=True)
         job = StreamJob(
             adapter=adapter,
             request=http,
             sink=sink,
-            context=StreamContext(channel_id="100000000000000001"),
+            context=StreamContext(channel_id=REPLAY_CHANNEL),
             config=config,
             transport=transport,
             pipeline=_pipeline(options),
@@ -185,7 +217,10 @@ def _stop_after(context: StageContext, kind: StopKind, count: int) -> Operator[S
 
 @contextlib.asynccontextmanager
 async def _sink(
-    kind: str, emulator_config: EmulatorConfig | None = None, timeline: Timeline | None = None
+    kind: str,
+    emulator_config: EmulatorConfig | None = None,
+    timeline: Timeline | None = None,
+    running: DiscordEmulator | None = None,
 ) -> AsyncIterator[DiscordSink]:
     if kind == "memory":
         from rxcord.sinks.memory import MemorySink
@@ -196,11 +231,12 @@ async def _sink(
     from rxcord.sinks.ratelimit import RateLimiter
     from rxcord.sinks.rest import RestSink
 
-    emulator = DiscordEmulator(emulator_config or EmulatorConfig())
-    base_url = await emulator.start()
+    emulator = running or DiscordEmulator(emulator_config or EmulatorConfig())
+    base_url = emulator.base_url if running is not None else await emulator.start()
     limiter = RateLimiter(on_wait=timeline.rate_limit_wait if timeline is not None else None)
     try:
         async with aiohttp.ClientSession() as session:
             yield RestSink(base_url, emulator.config.token, session=session, limiter=limiter)
     finally:
-        await emulator.close()
+        if running is None:
+            await emulator.close()
