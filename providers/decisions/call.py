@@ -339,11 +339,10 @@ class Decisions:
             return self._fail(
                 call, _Broken(category=FailureCategory.TIMEOUT, reason="timeout", retryable=True)
             )
-        result = self._judge(call, outcome)
-        if cancel is not None and cancel.is_set() and not isinstance(result, DecisionDenied):
-            # Cancelled after decoding: the spend was reported, the verdict is not returned.
+        if cancel is not None and cancel.is_set() and not isinstance(outcome, ProviderRequestDeniedError):
+            # Cancelled once the response was in: its spend was reported, its verdict is not judged.
             return self._finish(call, DecisionCancelled(correlation=correlation))
-        return result
+        return self._judge(call, outcome)
 
     # ---- the race ---------------------------------------------------------------------------
 
@@ -426,16 +425,18 @@ class Decisions:
         except ProviderRequestDeniedError as denial:
             return denial
         except SsrfRefusedError as exc:
-            return _Broken(category=FailureCategory.NETWORK, reason="endpoint-refused", detail=exc.why)
+            return _Broken(
+                category=FailureCategory.NETWORK, reason="endpoint-refused", detail=exc.why.split(" (")[0]
+            )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             error = classify_exception(exc, provider=call.codec.protocol.value)
+            # The exception's text can name the host: only its type reaches the log.
+            kind = type(exc).__name__
             if error.type is ErrorType.TIMEOUT:
                 return _Broken(
-                    category=FailureCategory.TIMEOUT, reason="timeout", detail=error.message, retryable=True
+                    category=FailureCategory.TIMEOUT, reason="timeout", detail=kind, retryable=True
                 )
-            return _Broken(
-                category=FailureCategory.NETWORK, reason="network", detail=error.message, retryable=True
-            )
+            return _Broken(category=FailureCategory.NETWORK, reason="network", detail=kind, retryable=True)
         if status >= 400:
             return _HttpFailure(status=status, body=_lenient_json(raw), headers=headers)
         try:

@@ -489,14 +489,22 @@ async def test_cancelled_while_waiting_for_the_response() -> None:
     assert isinstance(result, DecisionCancelled) and reports == []
 
 
-async def test_cancelled_after_decoding_keeps_the_spend() -> None:
+async def test_cancelled_after_decoding_keeps_the_spend(log_lines: list[str]) -> None:
     cancel = asyncio.Event()
     async with DecisionsServer() as server:
         result, reports = await run(
             server, DecisionProtocol.OPENROUTER, cancel=cancel, on_usage=lambda _: cancel.set()
         )
+        cancel.clear()
+        server.then(body=b'{"model": "m", "answers": {}, "usage": {"input_tokens": 7, "output_tokens": 1}}')
+        malformed, more = await run(
+            server, DecisionProtocol.SYSTEMONE, cancel=cancel, on_usage=lambda _: cancel.set()
+        )
     assert isinstance(result, DecisionCancelled)
     assert len(reports) == 1 and reports[0].cost == 0.00002
+    assert isinstance(malformed, DecisionCancelled)  # a malformed verdict is not judged once cancelled
+    assert [usage.input_tokens for usage in more] == [7]
+    assert not any(line.startswith(("WARNING", "ERROR")) for line in log_lines)
 
 
 async def test_a_late_response_records_usage_once_and_its_verdict_is_ignored() -> None:
@@ -667,6 +675,8 @@ async def test_logs_never_carry_evidence_questions_keys_bodies_or_urls(log_lines
         server.then(body=b'{"model": "m", "answers": {"secret_answer_key": 1}}')
         await run(server, DecisionProtocol.SYSTEMONE)
         url = server.base_url
+    refused, _ = await run(server, DecisionProtocol.OPENAI)  # the server is gone: connection refused
+    assert isinstance(refused, DecisionFailed) and refused.reason == "network"
     text = "\n".join(log_lines)
     assert "decision completed protocol=openrouter" in text and "decision failed" in text
     for secret in (EVIDENCE, "secret-evidence-text", "secret-question-text", KEY, url, "127.0.0.1"):
