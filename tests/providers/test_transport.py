@@ -7,12 +7,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+import pytest
 from aiohttp import web
 from loguru import logger
 from rxcord.core.request import ChatRequest, ImagePart, Message, SamplerSettings
 from rxcord.core.types import ErrorType, RawStreamChunk
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
+from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
@@ -316,3 +319,38 @@ async def test_truncated_event_at_end_of_body() -> None:
     assert _texts(chunks) == ["Partial "]
     [error] = _errors(chunks)
     assert error.code == "truncated_stream" and error.retryable
+
+
+@pytest.mark.parametrize(
+    ("name", "adapter", "base_url", "responses", "config"),
+    [
+        ("ssrf refusal", CustomAdapter(), "http://127.0.0.1:9/v1", None, TransportConfig()),
+        (
+            "line too long",
+            OpenAIAdapter(),
+            None,
+            [(200, SSE, b"data: " + b"x" * 500)],
+            TransportConfig(max_line_bytes=64),
+        ),
+        ("redirect", OpenAIAdapter(), None, [(307, "text/html", b"")], TransportConfig()),
+        ("401", OpenAIAdapter(), None, [(401, JSON, b'{"error": {"message": "no"}}')], TransportConfig()),
+        ("500 text", OpenAIAdapter(), None, [(500, "text/plain", b"oops")], TransportConfig()),
+        ("malformed event", OpenAIAdapter(), None, [(200, SSE, b"data: {nope\n\n")], TransportConfig()),
+        ("malformed body", OpenAIAdapter(), None, [(200, JSON, b"{nope")], TransportConfig()),
+        ("truncated", OpenAIAdapter(), None, [(200, SSE, b'data: {"id": "x", "cho')], TransportConfig()),
+        ("empty", OpenAIAdapter(), None, [(200, SSE, b"")], TransportConfig()),
+        ("refused connection", OpenAIAdapter(), "http://127.0.0.1:1/v1", None, TransportConfig()),
+    ],
+)
+async def test_every_transport_error_has_a_code(
+    name: str, adapter: Any, base_url: str | None, responses: Any, config: TransportConfig
+) -> None:
+    """Each kind of failure the transport reports carries a ``code`` (the SSRF refusal included)."""
+    config = attrs.evolve(config, transient_retries=0)
+    server = ReplayServer(body=b"", responses=responses or [(200, SSE, b"")])
+    async with server:
+        http = adapter.build_request(CHAT, base_url=base_url or server.base_url, api_key="k")
+        chunks = await drain(stream_source(adapter, http, config=config))
+    errors = _errors(chunks)
+    assert errors, name
+    assert all(isinstance(e.code, (str, int)) and e.code != "" for e in errors), [e.code for e in errors]
