@@ -298,9 +298,16 @@ def debug_log() -> Iterator[list[str]]:
 
 
 def test_unknown_events_are_filtered_with_a_debug_log(debug_log: list[str]) -> None:
-    """Unknown events yield nothing and leave a debug line; ping and message_stop yield nothing."""
-    assert _run([_ev("ping"), _ev("message_stop"), _ev("future_event", x=1)]) == []
+    """Unknown events yield nothing and leave a debug line; ping and message_stop yield nothing.
+
+    A stream of nothing else ends in the ``unrecognized_response`` error (issue 14).
+    """
+    normalizer = ADAPTER.new_normalizer()
+    for raw in (_ev("ping"), _ev("message_stop"), _ev("future_event", x=1)):
+        assert normalizer.feed(raw) == []
     assert any("future_event" in line for line in debug_log)
+    (end,) = normalizer.finish()
+    assert end.error is not None and end.error.code == "unrecognized_response" and not end.error.retryable
 
 
 @settings(max_examples=150, deadline=None)

@@ -313,9 +313,15 @@ def debug_log() -> Iterator[list[str]]:
 
 
 def test_unknown_chunk_is_filtered_with_a_debug_log(debug_log: list[str]) -> None:
-    """A chunk with nothing the normalizer knows yields nothing and leaves a debug line."""
-    assert _run([RawStreamChunk(provider="google", data={"modelVersion": "gemini-2.5-flash"})]) == []
+    """A chunk with nothing the normalizer knows yields nothing and leaves a debug line.
+
+    A stream of nothing else ends in the ``unrecognized_response`` error (issue 14).
+    """
+    normalizer = ADAPTER.new_normalizer()
+    assert normalizer.feed(RawStreamChunk(provider="google", data={"modelVersion": "gemini-2.5-flash"})) == []
     assert any("unknown chunk" in line for line in debug_log)
+    (end,) = normalizer.finish()
+    assert end.error is not None and end.error.code == "unrecognized_response" and not end.error.retryable
 
 
 def test_finish_releases_held_calls_and_usage_without_finish_reason() -> None:

@@ -21,6 +21,7 @@ from rxcord.providers.nvidia import NvidiaAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openai_wire import ChatCompletionsNormalizer
 from rxcord.providers.openrouter import OpenRouterAdapter
+from rxcord.providers.unrecognized import RecognitionCheck
 
 from tests.providers.test_openai_wire import CAPTURES, raws, run, sse_events
 
@@ -69,7 +70,9 @@ def test_every_capture_normalizes_the_same_both_ways(
 
 def test_the_short_path_is_taken_for_plain_deltas() -> None:
     """A plain content delta is handled by the short path (not left to the general one)."""
-    normalizer = OpenAIAdapter().new_normalizer()
+    checked = OpenAIAdapter().new_normalizer()
+    assert isinstance(checked, RecognitionCheck)  # nothing recognised is an error (issue 14)
+    normalizer = checked.inner
     assert isinstance(normalizer, ChatCompletionsNormalizer)
     data = {"choices": [{"index": 0, "delta": {"content": "Hello"}, "finish_reason": None}]}
     # The normalizer holds nothing (the think-tag window is a later stage): the text comes out at once.
