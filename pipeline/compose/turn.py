@@ -123,6 +123,7 @@ async def run_turn(
     transport: TransportConfig | None = None,
     resolver: MentionResolver | None = None,
     pipeline: Pipeline | None = None,
+    secrets: Sequence[str] = (),
 ) -> TurnResult:
     """Answer one user message: fallback across candidates, tool loop, one notice on failure.
 
@@ -139,6 +140,8 @@ async def run_turn(
         transport: Transport limits.
         resolver: Mention resolver.
         pipeline: The chain's stages for every stream of the turn (``Pipeline.default()``: ``None``).
+        secrets: More values to redact (a bot token), besides every candidate's key and the
+            webhook token (``rxcord.compose.run.stream_redactor``).
     """
     if not candidates:
         raise ValueError("run_turn needs at least one candidate")
@@ -153,6 +156,7 @@ async def run_turn(
         transport=transport,
         resolver=resolver,
         pipeline=pipeline,
+        secrets=(*secrets, *(c.api_key for c in candidates if c.api_key)),
     )
     attempts: list[Attempt] = []
     results: list[StreamResult] = []
@@ -195,6 +199,7 @@ class _Env:
     transport: TransportConfig | None
     resolver: MentionResolver | None
     pipeline: Pipeline | None = None
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
 
 
 async def _with_fallback(
@@ -215,6 +220,7 @@ async def _with_fallback(
             registry=env.registry,
             resolver=env.resolver,
             pipeline=env.pipeline,
+            secrets=env.secrets,
         )
         attempts.append(Attempt(label=candidate.label, status=result.status, error=result.error))
         error = result.error

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from rxcord.cli.main import main
 from rxcord.compose.run import stream_to_discord
+from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.redact import REDACTED, RedactedException, Redactor, credentials_in
@@ -206,3 +207,22 @@ async def test_rxcord_chat_output_carries_no_secret(
     out, err = capsys.readouterr()
     assert code == 0 and "error" in out and REDACTED in out + err
     assert [secret for secret in (API_KEY, BOT_TOKEN) if secret in out + err] == []
+
+
+async def test_run_turn_redacts_every_candidates_key_and_the_notice() -> None:
+    """Across a key fallback, no key (the other candidate's included) reaches the notice or any attempt."""
+    other_key = "second-endpoint-key-9Pw4"
+    echo = f"keys {API_KEY} and {other_key} and bot {BOT_TOKEN}"
+    limited = (429, JSON, json.dumps({"error": {"message": echo}}).encode())
+    refused = (401, JSON, json.dumps({"error": {"message": echo}}).encode())
+    sink = MemorySink()
+    async with ReplayServer(body=b"", responses=[limited, refused]) as server:
+        candidates = fallback_order(CustomAdapter(), ["m"], [API_KEY, other_key], base_url=server.base_url)
+        turn = await run_turn(candidates, CHAT, sink=sink, transport=LOCAL, secrets=(BOT_TOKEN,))
+    assert len(server.requests) == 2 and turn.notice_sent
+    shown = [json.dumps(sink.payloads()), turn.result, *(a.error for a in turn.attempts)]
+    shown += [a.error.original_error for a in turn.attempts if a.error is not None]
+    assert "embeds" in shown[0]
+    assert [
+        s for s in (API_KEY, other_key, BOT_TOKEN) if any(s in repr(x) or s in str(x) for x in shown)
+    ] == []
