@@ -41,7 +41,7 @@ from rxcord.operators.cut_policy import join
 from rxcord.operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
 from rxcord.operators.timeline import DELIVERY, Timeline
 from rxcord.sinks.base import DiscordSink
-from rxcord.sinks.persona import webhook_username
+from rxcord.sinks.persona import reply_jump_link, webhook_username
 from rxcord.sinks.split_message import split_message
 
 _log = logger.bind(stage="07-delivery")
@@ -208,11 +208,7 @@ class DiscordDelivery:
         return payload
 
     def _reply_notice(self) -> str:
-        ctx = self.context
-        guild = ctx.guild_id or "@me"
-        return (
-            f"-# ↪ reply to https://discord.com/channels/{guild}/{ctx.channel_id}/{ctx.reply_to_message_id}"
-        )
+        return f"-# ↪ reply to {reply_jump_link(self.context)}"
 
     async def _typing(self) -> Delivery:
         self.typing_calls += 1

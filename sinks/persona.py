@@ -7,14 +7,20 @@ rejected name would fail every message of the answer, so the name is
 repaired instead (the forbidden parts removed, whitespace collapsed, cut to
 80 characters); a name that cannot be repaired falls back to the
 webhook's own name (no override).
+
+Webhooks cannot reply, so the delivery layer posts a short notice with a jump
+link to the user's message (``reply_jump_link``). When the answer goes into a
+thread, the user's message is in that thread, and so is the link.
 """
 
 from __future__ import annotations
 
-__all__ = ("webhook_username",)
+__all__ = ("reply_jump_link", "webhook_username")
 
 import re
 from typing import Final
+
+from rxcord.core.config import StreamContext
 
 _FORBIDDEN: Final = re.compile(r"discord|clyde|```|[@#:]", re.IGNORECASE)
 _RESERVED: Final = frozenset({"everyone", "here"})
@@ -35,3 +41,10 @@ def webhook_username(name: str | None) -> str | None:
     if not cleaned or cleaned.lower() in _RESERVED:
         return None
     return cleaned
+
+
+def reply_jump_link(context: StreamContext) -> str:
+    """The jump link to the message ``context`` replies to, in the thread when delivery goes to one."""
+    guild = context.guild_id or "@me"
+    channel = context.thread_id if context.uses_webhook and context.thread_id else context.channel_id
+    return f"https://discord.com/channels/{guild}/{channel}/{context.reply_to_message_id}"

@@ -8,7 +8,7 @@ import discord
 import pytest
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.errors import DiscordStopError
+from rxcord.core.errors import DiscordError, DiscordStopError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StopKind, StreamStatus
 from rxcord.io.replay import ReplayServer
@@ -86,3 +86,38 @@ async def test_missing_access_ends_stream_with_status(
             context=StreamContext(channel_id="666"),
         )
     assert result.status is StreamStatus.MISSING_ACCESS and result.messages == ()
+
+
+async def test_webhook_context_goes_through_the_webhook(
+    emulated_client: tuple[discord.Client, DiscordEmulator],
+) -> None:
+    """A webhook context is sent by the webhook (persona name repaired, into the thread), not by the bot."""
+    client, emulator = emulated_client
+    hook = emulator.add_webhook("4243")
+    sink = DiscordPySink.for_client(client)
+    context = StreamContext(
+        channel_id="4243", webhook_id=hook.id, webhook_token=hook.token, persona_username="Clyde Helper"
+    )
+    sent = await sink.create_message(
+        context, {"content": "as the persona", "allowed_mentions": {"parse": []}}
+    )
+    (stored,) = emulator.messages("4243")
+    assert stored["content"] == "as the persona" and sent.message_id == stored["id"]
+    assert stored.get("webhook_id") == hook.id
+    assert stored["author"]["username"] == "Helper"
+
+
+async def test_webhook_context_without_a_factory_is_refused_clearly() -> None:
+    """A sink built without a webhook factory refuses webhook contexts instead of posting as the bot."""
+    sent: list[object] = []
+
+    class Target:
+        async def send(self, **kwargs: object) -> None:
+            sent.append(kwargs)
+
+    sink = DiscordPySink(lambda context: Target())  # type: ignore[arg-type,return-value]
+    with pytest.raises(DiscordError, match="webhook factory"):
+        await sink.create_message(
+            StreamContext(channel_id="1", webhook_id="2", webhook_token="t"), {"content": "x"}
+        )
+    assert sent == []

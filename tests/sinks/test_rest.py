@@ -277,3 +277,199 @@ async def test_shared_limiter_serializes_two_sinks(emulator: DiscordEmulator) ->
         await asyncio.gather(_stream(one, CHANNEL, "p", 4), _stream(two, CHANNEL, "q", 4))
     assert len(emulator.messages(CHANNEL)) == 8
     assert emulator.counters.rate_limited == 0
+
+
+# -- Discord faults (issue 15), against the scripted fake Discord -------------------------
+
+from rxcord.sinks.ratelimit import RateLimitError, Route  # noqa: E402
+from rxcord.sinks.rest import TokenRejectedError  # noqa: E402
+
+from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited  # noqa: E402
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as server:
+        yield server
+
+
+def _fake_sink(fake: FakeDiscord, **options: Any) -> RestSink:
+    return RestSink(fake.base_url, fake.token, backoff=FAST, seed=3, **options)
+
+
+async def test_rejected_token_is_remembered(fake: FakeDiscord) -> None:
+    """A 401 raises TokenRejectedError once Discord said so; later calls raise it without a request."""
+    async with _fake_sink(fake) as sink:
+        await sink.create_message(_ctx(), {"content": "before"})
+        fake.revoke()
+        with pytest.raises(TokenRejectedError):
+            await sink.create_message(_ctx(), {"content": "first"})
+        asked = len(fake.requests)
+        with pytest.raises(TokenRejectedError):
+            await sink.create_message(_ctx("2"), {"content": "second"})
+        with pytest.raises(TokenRejectedError):
+            await sink.trigger_typing(_ctx())
+        with pytest.raises(TokenRejectedError):
+            await sink.edit_message(_ctx(), "1", {"content": "x"})
+    assert len(fake.requests) == asked and sink.token_rejected
+    assert sink.limiter.invalid_requests == 1
+    assert fake.contents() == ["before"]
+
+
+async def test_bodyless_429_pauses_every_route(fake: FakeDiscord) -> None:
+    """A Cloudflare 429 (HTML, Retry-After only) pauses globally; the retry waits it out, then succeeds."""
+    waits: list[tuple[str, float]] = []
+    fake.script(Step("status", status=429, body=b"<html>1015</html>", headers={"Retry-After": "0.3"}))
+    async with _fake_sink(fake, limiter=RateLimiter(on_wait=lambda r, s: waits.append((r.key, s)))) as sink:
+        sent = await sink.create_message(_ctx(), {"content": "hello"})
+    assert sent.message_id is not None and fake.contents() == ["hello"]
+    assert len(waits) == 1 and waits[0][1] == pytest.approx(0.3, abs=0.05)
+
+
+@pytest.mark.parametrize("body", [b'{"retry_after": NaN, "global": false}', b'{"retry_after": -1}', b"{}"])
+async def test_unusable_retry_after_is_a_typed_error(fake: FakeDiscord, body: bytes) -> None:
+    """NaN, negative or missing retry_after with no header: RateLimitError, and nothing sent after it."""
+    fake.script(Step("status", status=429, body=body, headers={"Content-Type": "application/json"}))
+    async with _fake_sink(fake) as sink:
+        with pytest.raises(RateLimitError):
+            await sink.create_message(_ctx(), {"content": "a"})
+        asked = len(fake.requests)
+        with pytest.raises(RateLimitError):
+            await sink.create_message(_ctx("2"), {"content": "b"})
+    assert len(fake.requests) == asked == 1 and fake.contents() == []
+
+
+async def test_compressed_bomb_is_read_with_a_bound(fake: FakeDiscord) -> None:
+    """A 64 MiB gzip answer is decompressed only up to max_body: the message counts, memory stays small."""
+    import tracemalloc
+
+    bomb = gzip_bomb(64 << 20)
+    fake.script(Step("status", status=200, raw=bomb, encoding="gzip", store=True))
+    async with _fake_sink(fake, max_body=1 << 20) as sink:
+        tracemalloc.start()
+        try:
+            sent = await sink.create_message(_ctx(), {"content": "bomb"})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert sent.message_id is None and fake.contents() == ["bomb"]
+    assert peak < 16 << 20, peak
+
+
+async def test_oversized_plain_body_is_not_kept(fake: FakeDiscord) -> None:
+    """A 2 MiB JSON answer above max_body: delivered, but its id is unknown (not parsed)."""
+    fake.script(json_step(200, {"id": "9", "junk": "x" * (2 << 20)}, store=True))
+    async with _fake_sink(fake, max_body=1 << 20) as sink:
+        sent = await sink.create_message(_ctx(), {"content": "big"})
+    assert sent.message_id is None and fake.contents() == ["big"]
+
+
+async def test_webhook_persona_name_discord_rejects_is_never_sent(fake: FakeDiscord) -> None:
+    """The sink repairs or drops a username Discord rejects, from the context or from the payload."""
+    hook = fake.add_webhook(CHANNEL)
+    async with _fake_sink(fake) as sink:
+        for name in ("Clyde", "here", "everyone", "discord"):
+            await sink.create_message(
+                _ctx(webhook_id=hook.id, webhook_token=hook.token, persona_username=name), {"content": name}
+            )
+        await sink.create_message(
+            _ctx(webhook_id=hook.id, webhook_token=hook.token), {"content": "p", "username": "Discord Helper"}
+        )
+    assert [m["username"] for m in fake.messages] == [None, None, None, None, "Helper"]
+
+
+async def test_webhook_ambiguous_failures_are_at_most_once(fake: FakeDiscord) -> None:
+    """Webhooks: 500 or a reset after storing is not retried (one copy, id unknown); a 503 is retried."""
+    hook = fake.add_webhook(CHANNEL)
+    ctx = _ctx(webhook_id=hook.id, webhook_token=hook.token)
+    fake.script(
+        json_step(500, {"message": "500", "code": 0}, store=True),
+        Step("reset", store=True),
+        json_step(503, {"message": "503", "code": 0}),
+        Step(),  # the 503's retry
+        Step("reset"),
+    )
+    async with _fake_sink(fake) as sink:
+        results = [await sink.create_message(ctx, {"content": f"m{n}"}) for n in range(4)]
+    assert fake.contents() == ["m0", "m1", "m2"]  # m3 was lost before Discord stored it (at most once)
+    assert [r.message_id is None for r in results] == [True, True, False, True]
+    assert [p for _, p in fake.requests].count(f"webhooks/{hook.id}/<token>") == 5  # only the 503 retried
+
+
+async def test_bot_ambiguous_failures_are_exactly_once(fake: FakeDiscord) -> None:
+    """Bot path: 500 and a reset after storing are retried with the same nonce: one copy each."""
+    fake.script(
+        json_step(500, {"message": "500", "code": 0}, store=True), Step("reset", store=True), Step("reset")
+    )
+    async with _fake_sink(fake) as sink:
+        results = [await sink.create_message(_ctx(), {"content": f"m{n}"}) for n in range(3)]
+    assert fake.contents() == ["m0", "m1", "m2"]
+    assert all(r.message_id is not None for r in results)
+
+
+async def test_edit_and_delete_messages(fake: FakeDiscord) -> None:
+    """Bot and webhook messages are edited and deleted on their own routes; a gone message deletes quietly."""
+    hook = fake.add_webhook(CHANNEL)
+    hooked = _ctx(webhook_id=hook.id, webhook_token=hook.token, thread_id="77")
+    async with _fake_sink(fake) as sink:
+        bot = await sink.create_message(_ctx(), {"content": "draft"})
+        web = await sink.create_message(hooked, {"content": "hook draft"})
+        assert bot.message_id and web.message_id
+        edited = await sink.edit_message(_ctx(), bot.message_id, {"content": "final", "nonce": "x"})
+        await sink.edit_message(hooked, web.message_id, {"content": "hook final", "username": "x"})
+        assert edited.payload == {"content": "final"} and fake.records("77") == ["hook final"]
+        await sink.delete_message(_ctx(), bot.message_id)
+        await sink.delete_message(_ctx(), bot.message_id)  # already gone: no error
+        await sink.delete_message(hooked, web.message_id)
+        with pytest.raises(DiscordError):
+            await sink.edit_message(_ctx(), "424242", {"content": "nope"})
+    assert fake.messages == []
+    assert ("PATCH", f"webhooks/{hook.id}/<token>/messages/{web.message_id}") in fake.requests
+
+
+async def test_edit_route_has_its_own_bucket(fake: FakeDiscord) -> None:
+    """A 429 on the edit route holds back edits only: creates in the same channel go on at once."""
+    waits: list[str] = []
+    fake.script(rate_limited(0.2, scope="user"), on="edit")
+    async with _fake_sink(fake, limiter=RateLimiter(on_wait=lambda r, s: waits.append(r.key))) as sink:
+        first = await sink.create_message(_ctx(), {"content": "a"})
+        assert first.message_id
+        edit = asyncio.ensure_future(sink.edit_message(_ctx(), first.message_id, {"content": "b"}))
+        await asyncio.sleep(0.05)
+        await sink.create_message(_ctx(), {"content": "c"})
+        assert not edit.done()  # the create did not queue behind the rate-limited edit
+        await edit
+    assert waits == [f"PATCH {'/channels/{channel_id}/messages/{message_id}'}"]
+    assert (
+        Route("PATCH", "/channels/{channel_id}/messages/{message_id}").key
+        != Route("POST", "/channels/{channel_id}/messages").key
+    )
+
+
+async def test_reply_notice_links_into_the_thread(fake: FakeDiscord) -> None:
+    """Delivered by webhook into a thread, the reply notice's jump link points at the thread."""
+    from rxcord.compose.run import stream_to_discord
+    from rxcord.core.request import ChatRequest, Message
+    from rxcord.io.replay import ReplayServer
+    from rxcord.providers.openai import OpenAIAdapter
+
+    from tests.conftest import DEMO_DATA
+
+    hook = fake.add_webhook(CHANNEL)
+    context = _ctx(
+        guild_id="5", webhook_id=hook.id, webhook_token=hook.token, thread_id="77", reply_to_message_id="99"
+    )
+    async with (
+        ReplayServer(body=(DEMO_DATA / "openai_think_leak.sse").read_bytes()) as server,
+        _fake_sink(fake) as sink,
+    ):
+        await stream_to_discord(
+            OpenAIAdapter(),
+            ChatRequest(model="m", messages=(Message.user("hi"),)),
+            sink=sink,
+            base_url=server.base_url,
+            api_key="k",
+            context=context,
+        )
+    notice = fake.records("77")[0]
+    assert notice.endswith("https://discord.com/channels/5/77/99"), notice
