@@ -98,7 +98,15 @@ class DiscordEmulator:
     def __init__(
         self, config: EmulatorConfig | None = None, *, clock: Callable[[], float] | None = None
     ) -> None:
-        from rxcord.sinks.emulator import gateway, identity, inject, interactions, messages, webhooks
+        from rxcord.sinks.emulator import (
+            gateway,
+            identity,
+            inject,
+            interactions,
+            messages,
+            threads,
+            webhooks,
+        )
 
         self.config = config if config is not None else EmulatorConfig()
         self.counters = EmulatorCounters()
@@ -121,6 +129,7 @@ class DiscordEmulator:
         )
         self.app = web.Application(middlewares=[_json_not_found])
         messages.install(self)
+        threads.install(self)
         webhooks.install(self)
         identity.install(self)
         self.interactions = interactions.install(self)

@@ -14,7 +14,8 @@ What it does, in the order a client sees it:
 * REQUEST_GUILD_MEMBERS (op 8) is answered with one GUILD_MEMBERS_CHUNK; presence and voice
   updates are accepted and ignored.
 * Dispatches: MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE (``GUILD_MESSAGES`` /
-  ``DIRECT_MESSAGES``), TYPING_START (the typing intents), INTERACTION_CREATE (always), each
+  ``DIRECT_MESSAGES``), TYPING_START (the typing intents), THREAD_CREATE (``GUILDS``),
+  INTERACTION_CREATE (always), each
   with ``s`` increasing by one per connection. Without the ``MESSAGE_CONTENT`` intent, content,
   embeds, attachments and components are blanked except in DMs, the bot's own messages and
   messages that mention the bot (Discord's rule). Ephemeral messages are never dispatched.
@@ -335,6 +336,8 @@ class Gateway:
             self._dispatch_typing(data)
         elif event.kind == "interaction_create":
             self.dispatch("INTERACTION_CREATE", data["interaction"])
+        elif event.kind == "thread_create":
+            self.dispatch("THREAD_CREATE", {**data["thread"], "newly_created": True}, Intent.GUILDS)
 
     def _dispatch_message(self, name: str, message: dict[str, Any]) -> None:
         emu = self.emu

@@ -30,6 +30,8 @@ class Guild:
         self.config = config
         self.users: dict[str, dict[str, Any]] = {}
         """Users who acted through the injection routes, by id."""
+        self.threads: dict[str, dict[str, Any]] = {}
+        """Threads started in the guild's channels, by id (thread channel objects)."""
 
     @property
     def id(self) -> str:
@@ -37,8 +39,36 @@ class Guild:
         return self.config.guild_id
 
     def has_channel(self, channel_id: str) -> bool:
-        """Whether ``channel_id`` is one of the guild's text channels."""
-        return any(channel.id == channel_id for channel in self.config.channels)
+        """Whether ``channel_id`` is one of the guild's text channels or threads."""
+        return channel_id in self.threads or any(channel.id == channel_id for channel in self.config.channels)
+
+    def add_thread(
+        self, thread_id: str, parent_id: str, name: str, owner_id: str, created: str
+    ) -> dict[str, Any]:
+        """Record a public thread (type 11) of a guild text channel; returns its channel object."""
+        thread: dict[str, Any] = {
+            "id": thread_id,
+            "type": 11,
+            "guild_id": self.id,
+            "parent_id": parent_id,
+            "owner_id": owner_id,
+            "name": name,
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+            "message_count": 0,
+            "member_count": 1,
+            "total_message_sent": 0,
+            "flags": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": created,
+                "locked": False,
+                "create_timestamp": created,
+            },
+        }
+        self.threads[thread_id] = thread
+        return thread
 
     def guild_id_of(self, channel_id: str) -> str | None:
         """The guild of a channel, ``None`` for a DM channel."""
@@ -65,7 +95,9 @@ class Guild:
         ]
 
     def channel_object(self, channel_id: str) -> dict[str, Any]:
-        """A guild channel's object, or a DM channel's."""
+        """A guild channel's or thread's object, or a DM channel's."""
+        if channel_id in self.threads:
+            return self.threads[channel_id]
         for channel in self.channel_objects():
             if channel["id"] == channel_id:
                 return channel
@@ -133,7 +165,7 @@ class Guild:
             "features": [],
             "emojis": [],
             "stickers": [],
-            "threads": [],
+            "threads": list(self.threads.values()),
             "presences": [],
             "voice_states": [],
             "stage_instances": [],

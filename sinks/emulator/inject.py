@@ -12,8 +12,11 @@ None of these is Discord's; they need no token and have no rate limits.
   ``?wait=true``, the bot's response once it arrived, up to 10 s). ``GET
   /_emulator/interactions/{id}`` reads it again.
 * ``POST /_emulator/typing`` ``{"channel_id", "author_id", "username"}``: TYPING_START as that user.
-* ``GET /_emulator/channels``: the guild's text channels, then every other channel that has
-  messages (``guild_id`` null); ``GET /_emulator/channels/{id}/messages``: that channel's
+* ``POST /_emulator/threads`` ``{"channel_id", "author_id", "username", "name"}`` (optional
+  ``"message_id"``: the thread starts from that message): a public thread (THREAD_CREATE);
+  post into it with its id as ``channel_id``.
+* ``GET /_emulator/channels``: the guild's text channels, its threads, then every other channel
+  that has messages (``guild_id`` null); ``GET /_emulator/channels/{id}/messages``: that channel's
   messages, oldest first, ephemeral ones included (flag 64); ``GET /_emulator/guild`` and
   ``GET /_emulator/commands``: the guild object and the registered commands.
 * ``GET /_emulator/events``: server-sent events, one per emulator event (``message_create``,
@@ -32,6 +35,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
+from rxcord.sinks.emulator import threads
 from rxcord.sinks.emulator.config import API_PREFIX
 from rxcord.sinks.emulator.events import EmulatorEvent
 from rxcord.sinks.emulator.validation import ApiError, form_error, query_bool, read_payload
@@ -53,6 +57,7 @@ def install(emu: DiscordEmulator) -> None:
     emu.add_plain("POST", PREFIX + "/interactions", post_interaction)
     emu.add_plain("GET", PREFIX + "/interactions/{interaction_id}", get_interaction)
     emu.add_plain("POST", PREFIX + "/typing", post_typing)
+    emu.add_plain("POST", PREFIX + "/threads", post_thread)
     emu.add_plain("GET", PREFIX + "/channels", list_channels)
     emu.add_plain("GET", PREFIX + "/channels/{channel_id}/messages", channel_messages)
     emu.add_plain("GET", PREFIX + "/guild", guild)
@@ -162,9 +167,24 @@ async def post_typing(emu: DiscordEmulator, request: web.Request) -> web.Respons
     return web.Response(status=204)
 
 
+async def post_thread(emu: DiscordEmulator, request: web.Request) -> web.Response:
+    """A user starts a thread in a guild text channel (from ``message_id`` when given)."""
+    body = await read_payload(request)
+    channel_id, user = _actor(emu, body)
+    message_id = body.get("message_id")
+    started = threads.start_thread(
+        emu,
+        channel_id,
+        body.get("name"),
+        str(user["id"]),
+        str(message_id) if message_id is not None else None,
+    )
+    return json_response(200, started)
+
+
 async def list_channels(emu: DiscordEmulator, request: web.Request) -> web.Response:
     """The guild's channels, then the other channels that have messages."""
-    channels = emu.guild.channel_objects()
+    channels = [*emu.guild.channel_objects(), *emu.guild.threads.values()]
     known = {channel["id"] for channel in channels}
     for channel_id in emu.store.channels:
         if channel_id not in known:
