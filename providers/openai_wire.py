@@ -119,7 +119,7 @@ _NO_THOUGHTS: Final[list[ThoughtLogEntry]] = []
 
 _RESEND_MIN: Final = 16
 """A resent-content delta must be at least this long to be dropped."""
-_GENERAL_DELTA: Final = ("reasoning_details", "tool_calls", "function_call")
+_GENERAL_DELTA: Final = ("reasoning_details", "tool_calls", "function_call", "refusal")
 """Delta fields the short path leaves to the general one (when set)."""
 
 # ---------------------------------------------------------------------------
@@ -310,10 +310,13 @@ def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
 
 
 def _first_choice(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Choice 0, the answer (``n > 1``: the other choices are ignored, never interleaved)."""
     choices = data.get("choices")
-    if isinstance(choices, list) and choices and _is_mapping(choices[0]):
-        first: Mapping[str, Any] = choices[0]
-        return first
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if _is_mapping(choice) and choice.get("index") in (None, 0):
+            return choice
     return None
 
 
@@ -369,6 +372,7 @@ def has_meaningful_output(raw: RawStreamChunk) -> bool:
             "reasoning_details",
             "tool_calls",
             "function_call",
+            "refusal",
         )
     )
 
@@ -492,6 +496,8 @@ class ChatCompletionsNormalizer:
         choice = choices[0]
         if type(choice) is not dict or choice.get("finish_reason") is not None or "message" in choice:
             return None
+        if len(choices) > 1 or choice.get("index") not in (None, 0):
+            return None  # several choices (n > 1): the general path keeps choice 0 only
         delta = choice.get("delta")
         if type(delta) is not dict or choice.get("error") or data.get("error"):
             return None
@@ -636,6 +642,10 @@ class ChatCompletionsNormalizer:
                 out.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=reasoning))
         if isinstance(content, str) and content and not self._is_resend(content):
             self._text(content, out)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            # The model's answer when it declines (structured outputs): delivered as text.
+            self._text(refusal, out)
         calls = delta.get("tool_calls")
         if isinstance(calls, list):
             for position, call in enumerate(calls):

@@ -81,7 +81,8 @@
 
   function avatarFor(name, id, url) {
     const box = el("div", "avatar");
-    const seed = id ? Number(BigInt(id) % 6n) : 0;
+    // Discord's default avatars: (id >> 22) % 6 picks one of six colours.
+    const seed = id && /^\d+$/.test(String(id)) ? Number((BigInt(id) >> 22n) % 6n) : 0;
     box.style.background = AVATAR_COLOURS[seed];
     if (url && /^(data:image\/|\/)/.test(url)) {
       const img = el("img");
@@ -377,7 +378,7 @@
     if (message.thread && message.thread.id) {
       const thread = el("div", "thread-box", [
         el("span", "thread-name", [message.thread.name || "thread"]),
-        el("span", "thread-count", [String(message.thread.message_count || (state.messages.get(String(message.thread.id)) || new Map()).size) + " messages ›"]),
+        el("span", "thread-count", [threadCount(message.thread) + " ›"]),
       ]);
       thread.addEventListener("click", () => select(String(message.thread.id)));
       body.append(thread);
@@ -385,6 +386,12 @@
     if (message.flags & 64) body.append(el("div", "ephemeral", ["Only you can see this"]));
     node.append(body);
     return node;
+  }
+
+  function threadCount(thread) {
+    const loaded = state.messages.get(String(thread.id));
+    const count = Math.max(loaded ? loaded.size : 0, Number(thread.message_count || 0));
+    return count === 1 ? "1 message" : count + " messages";
   }
 
   function renderMessages() {
@@ -491,7 +498,8 @@
       const message = data.message || data;
       const channel = upsert(message);
       if (kind === "message_create") stopTyping(message);
-      if (channel === state.selected) {
+      const parent = (state.channels.get(channel) || {}).parent_id;
+      if (channel === state.selected || (parent && String(parent) === state.selected)) {
         renderMessages();
         renderTyping();
       }
@@ -507,8 +515,14 @@
     } else if (kind === "rate_limit" || kind === "bucket_exhausted" || kind === "rate_limit_wait") {
       logRate(kind, data);
     } else if (kind === "channel_create" || kind === "thread_create") {
-      addChannel(data.channel || data);
+      const channel = data.thread || data.channel || data;
+      addChannel(channel);
+      // A thread started from a message has that message's id: the message shows it.
+      const parent = channel.parent_id ? channelMessages(String(channel.parent_id)) : null;
+      const starter = parent && parent.get(String(channel.id));
+      if (starter) starter.thread = channel;
       renderChannels();
+      if (starter && String(channel.parent_id) === state.selected) renderMessages();
     }
   }
 
@@ -579,7 +593,10 @@
     if (pairs.length) {
       for (const pair of pairs) options[pair[1]] = pair[2].replace(/^"|"$/g, "");
     } else if (rest) {
-      options.text = rest;
+      // Free text goes to the command's first option (or "text" when the command is unknown).
+      const known = (state.commands || []).find((c) => c.name === match[1]);
+      const first = known && (known.options || [])[0];
+      options[first ? first.name : "text"] = rest;
     }
     return { command: match[1], options };
   }
