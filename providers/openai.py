@@ -40,6 +40,7 @@ class OpenAIAdapter(ChatCompletionsAdapter):
         default_base_url=OPENAI_BASE_URL,
         max_tokens_key="max_completion_tokens",
         send_top_k=False,
+        max_stop=4,
     )
     policy: DegradationPolicy = OPENAI_POLICY
     """Parameter degradation policy."""

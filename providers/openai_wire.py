@@ -226,6 +226,7 @@ def build_chat_body(
     max_tokens_key: str = "max_tokens",
     send_top_k: bool = True,
     reasoning_style: ReasoningStyle = "reasoning_effort",
+    max_stop: int | None = None,
 ) -> dict[str, Any]:
     """A Chat Completions body for *request*.
 
@@ -236,6 +237,8 @@ def build_chat_body(
         send_top_k: Whether ``top_k`` is sent (OpenAI rejects it).
         reasoning_style: ``reasoning_effort`` (top-level string), ``openrouter``
             (``reasoning: {"effort": ...}``) or ``none``.
+        max_stop: The most stop strings the provider accepts (OpenAI: 4); the first ones are
+            kept (empty and repeated strings dropped first) and the rest logged as not sent.
 
     Returns:
         The body; ``request.extra`` is merged last and wins.
@@ -253,8 +256,16 @@ def build_chat_body(
             }
             for tool in request.tools
         ]
-    if request.stop:
-        body["stop"] = list(request.stop)
+    stops = list(dict.fromkeys(stop for stop in request.stop if stop))
+    if max_stop is not None and len(stops) > max_stop:
+        _log.warning(
+            "{dropped} stop strings not sent: the provider accepts at most {limit}",
+            dropped=len(stops) - max_stop,
+            limit=max_stop,
+        )
+        stops = stops[:max_stop]
+    if stops:
+        body["stop"] = stops
     sampler = request.sampler
     optional: dict[str, Any] = {
         "temperature": sampler.temperature,
@@ -932,6 +943,8 @@ class WireOptions:
     reasoning_style: ReasoningStyle = "reasoning_effort"
     hold_for_usage: bool = False
     """Hold a tool-call finish until the trailing usage arrives (OpenRouter)."""
+    max_stop: int | None = None
+    """The most stop strings the provider accepts (OpenAI: 4; ``None``: no limit enforced)."""
     think_start_window: int = 0
     """Characters held at the stream's start for a stray ``</think>`` (models whose chat template
     may open ``<think>`` in the prompt); ``0``: live text starts at once (openers are still caught)."""
@@ -999,6 +1012,7 @@ class ChatCompletionsAdapter:
             max_tokens_key=self.wire.max_tokens_key,
             send_top_k=self.wire.send_top_k,
             reasoning_style=self.wire.reasoning_style,
+            max_stop=self.wire.max_stop,
         )
         return HttpRequest(url=url, body=body, headers=headers, stream=stream)
 

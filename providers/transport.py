@@ -50,7 +50,7 @@ from reactivex import abc
 from reactivex.disposable import Disposable
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
-from rxcord.core.redact import Redactor, credentials_in
+from rxcord.core.redact import Redactor, StreamWatch, credentials_in
 from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
@@ -367,6 +367,9 @@ class _Pump:
         total = 0
         limit = self.cfg.max_stream_bytes
         seen = 0
+        # Events are redacted one by one only once a secret appeared in the stream at all.
+        watch = StreamWatch(self.redact)
+        redact = _NO_SECRETS
         # One batch per network read: every event of a piece goes downstream without
         # a round trip through the async generators per event.
         async for piece in response.content.iter_any():
@@ -374,10 +377,12 @@ class _Pump:
             if total > limit:
                 yield [_malformed(name, f"stream exceeded {limit} bytes", "")]
                 return
+            if watch.seen(piece):
+                redact = self.redact
             fields = parser.feed_raw(piece)
             if not fields:
                 continue
-            batch, done = _event_chunks(name, fields, redact=self.redact)
+            batch, done = _event_chunks(name, fields, redact=redact)
             seen += len(batch)
             if batch:
                 yield batch
@@ -385,7 +390,7 @@ class _Pump:
                 break
         else:
             # An event still pending at the end of the body was cut off (see the SSE parser).
-            batch, _ = _event_chunks(name, parser.close_raw(), at_end=True, redact=self.redact)
+            batch, _ = _event_chunks(name, parser.close_raw(), at_end=True, redact=redact)
             seen += len(batch)
             if batch:
                 yield batch

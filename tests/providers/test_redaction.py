@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rxcord.cli.main import main
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError
-from rxcord.core.redact import REDACTED, RedactedException, Redactor, credentials_in
+from rxcord.core.redact import REDACTED, RedactedException, Redactor, StreamWatch, credentials_in
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StreamStatus
-from rxcord.io.replay import ReplayServer
+from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.google import GoogleAdapter
@@ -94,6 +97,20 @@ def test_credentials_in_a_request() -> None:
     assert credentials_in({"x-api-key": API_KEY}) == (API_KEY,)
     assert credentials_in({"x-goog-api-key": API_KEY}) == (API_KEY,)
     assert credentials_in({}, f"https://h/v1?alt=sse&key={API_KEY}") == (API_KEY,)
+
+
+@given(st.binary(max_size=40), st.binary(max_size=40), st.lists(st.integers(min_value=0), max_size=6))
+def test_the_stream_watch_sees_a_secret_however_it_is_cut(
+    before: bytes, after: bytes, cuts: list[int]
+) -> None:
+    """A secret split over any number of pieces is seen; a stream without one never is."""
+    stream = before + API_KEY.encode() + after
+    points = sorted({0, len(stream), *(c % (len(stream) + 1) for c in cuts)})
+    pieces = [stream[a:b] for a, b in itertools.pairwise(points)]
+    watch = StreamWatch(Redactor.of(API_KEY))
+    assert any([watch.seen(piece) for piece in pieces])
+    clean = StreamWatch(Redactor.of(API_KEY))
+    assert not any(clean.seen(piece) for piece in (before, after, before + after))
 
 
 # -- the transport -------------------------------------------------------------------------------
@@ -226,3 +243,17 @@ async def test_run_turn_redacts_every_candidates_key_and_the_notice() -> None:
     assert [
         s for s in (API_KEY, other_key, BOT_TOKEN) if any(s in repr(x) or s in str(x) for x in shown)
     ] == []
+
+
+@pytest.mark.parametrize("size", [1, 3, 7])
+async def test_a_key_in_the_reply_split_across_writes_is_redacted(size: int) -> None:
+    """The key echoed in the streamed text, cut over several network writes, never reaches Discord."""
+    events = [{"id": "x", "choices": [{"index": 0, "delta": {"content": f"your key is {API_KEY}!"}}]}]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+    sink = MemorySink()
+    async with ReplayServer(body=body, chunking=Chunking(size=size)) as server:
+        result = await stream_to_discord(
+            CustomAdapter(), CHAT, sink=sink, base_url=server.base_url, api_key=API_KEY, transport=LOCAL
+        )
+    assert result.status is StreamStatus.COMPLETED
+    assert sink.contents() == [f"your key is {REDACTED}!"]
