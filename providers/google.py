@@ -50,6 +50,7 @@ __all__ = (
     "build_gemini_body",
 )
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import quote
@@ -102,6 +103,22 @@ GEMINI_THINKING_BUDGETS: Final[Mapping[str, int]] = {
 
 GOOGLE_BASE_URL: Final = "https://generativelanguage.googleapis.com"
 """The public API base URL (used when no base URL is given)."""
+
+_THINKING_MODEL = re.compile(
+    r"^(?:gemini-(?:flash|flash-lite|pro)-latest|gemini-(?:[3-9]|[1-9]\d|2\.[5-9])(?:[.\-].*)?|.*-thinking.*)$"
+)
+"""Gemini models that think, and so accept ``thinkingConfig.includeThoughts``."""
+
+
+def supports_thoughts(model: str) -> bool:
+    """Whether *model* accepts ``includeThoughts``.
+
+    Gemini 2.5 and later (and the ``-thinking`` models) think; 1.x, 2.0 and Gemma models reject
+    a ``thinkingConfig`` with a 400, and Gemini requests have no degradation path (their 400s
+    name real request bugs), so the field is sent only where it is accepted.
+    """
+    return _THINKING_MODEL.match(model.removeprefix("models/").lower()) is not None
+
 
 _POLICY: Final = DegradationPolicy(
     enabled=False,
@@ -601,7 +618,8 @@ class GoogleAdapter:
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["x-goog-api-key"] = api_key
-        body = build_gemini_body(request, include_thoughts=self.include_thoughts)
+        thoughts = self.include_thoughts and supports_thoughts(model)
+        body = build_gemini_body(request, include_thoughts=thoughts)
         return HttpRequest(url=url, body=body, headers=headers, stream=stream)
 
     @property
