@@ -173,3 +173,14 @@ async def test_event_stream_replays_after_last_event_id(
     ) as events:
         seen = await _read_events(events, 2)
     assert [data["message"]["content"] for _, data in seen] == ["two", "three"]
+
+
+async def test_closing_the_emulator_ends_open_event_streams(session: aiohttp.ClientSession) -> None:
+    """A connected page does not hold the emulator open: the stream ends when it closes."""
+    emulator = DiscordEmulator()
+    await emulator.start()
+    async with session.get(f"{emulator.base_url}/_emulator/events") as events:
+        assert (await events.content.readline()).startswith(b":")
+        await asyncio.wait_for(emulator.close(), WAIT)
+        rest = await asyncio.wait_for(events.content.read(), WAIT)
+    assert b"event:" not in rest
