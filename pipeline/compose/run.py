@@ -19,7 +19,7 @@ from reactivex import Observable
 from rxcord.compose.accounting import abandon, begin_hold, denied_result, settle
 from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline
-from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.config import Guards, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.request import ChatRequest
@@ -29,6 +29,7 @@ from rxcord.core.types import DeliveryMode, ProviderError
 from rxcord.operators.aio import drain
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
+from rxcord.operators.verbatim_tools import exposed_tool_names
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.hooks import ProviderRequestDeniedError
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
@@ -128,10 +129,19 @@ def build_stream(
         provider=job.adapter.name,
         describe=_redacted_describe(job.adapter.describe_error, redactor),
         merge=delivery.merge if delivery.coalesces else None,
-        guards=job.adapter.guards,
+        guards=_request_guards(job),
         pipeline=job.pipeline,
         timeline=timeline,
     )
+
+
+def _request_guards(job: StreamJob) -> Guards:
+    """The adapter's guards, the verbatim parser limited to the tools this request exposes."""
+    guards = job.adapter.guards
+    if not guards.verbatim_tools:
+        return guards
+    exposed = guards.verbatim_tools & exposed_tool_names(job.request.body)
+    return guards if exposed == guards.verbatim_tools else attrs.evolve(guards, verbatim_tools=exposed)
 
 
 async def run_stream(
