@@ -371,3 +371,69 @@ def test_composer_posts_as_the_user_and_slash_commands_reach_the_emulator(
     username = browser.execute_script("return document.getElementById('me-username').value")
     assert rows[0]["author"] == username == stored[0]["author"]["username"]
     assert box.get_attribute("value") == ""
+
+
+async def _emulator_post(emulator: DiscordEmulator, route: str, body: dict[str, Any]) -> dict[str, Any]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{emulator.base_url}/_emulator/{route}", json=body) as response,
+    ):
+        assert response.status in (200, 204), await response.text()
+        return dict(await response.json()) if response.status == 200 else {}
+
+
+def test_edits_deletes_typing_and_threads_arrive_live(
+    browser: webdriver.Chrome, emulator: DiscordEmulator, server_thread: ServerThread
+) -> None:
+    channel = channel_of(emulator)
+    open_page(browser, emulator, channel)
+
+    async def post_two() -> tuple[dict[str, Any], dict[str, Any]]:
+        first = (await rest(emulator, "POST", f"/channels/{channel}/messages", {"content": "first *draft*"}))[
+            1
+        ]
+        second = (
+            await rest(emulator, "POST", f"/channels/{channel}/messages", {"content": "to be deleted"})
+        )[1]
+        return first, second
+
+    first, second = server_thread.run(post_two())
+    wait_for(lambda: len(snapshot(browser)) == 2, what="two messages")
+    path = f"/channels/{channel}/messages/{first['id']}"
+    assert server_thread.run(rest(emulator, "PATCH", path, {"content": "first, final"}))[0] == 200
+    rows = wait_for(
+        lambda: (rows := snapshot(browser)) and rows[0]["edited"] and rows, what="the edit, marked (edited)"
+    )
+    assert rows[0]["text"] == "first, final(edited)" and not rows[1]["edited"]
+    path = f"/channels/{channel}/messages/{second['id']}"
+    assert server_thread.run(rest(emulator, "DELETE", path))[0] == 204
+    rows = wait_for(lambda: (rows := snapshot(browser)) and len(rows) == 1 and rows, what="the delete")
+    assert rows[0]["id"] == str(first["id"])
+
+    # A user types, then starts a thread from the message and writes in it.
+    who = {"channel_id": channel, "author_id": USER_ID, "username": "dora"}
+    server_thread.run(_emulator_post(emulator, "typing", who))
+    typing = wait_for(lambda: browser.find_element(By.ID, "typing").text, what="dora typing")
+    assert typing.startswith("dora") and "is typing" in typing
+    thread = server_thread.run(
+        _emulator_post(emulator, "threads", {**who, "name": "follow-ups", "message_id": str(first["id"])})
+    )
+    server_thread.run(
+        _emulator_post(emulator, "messages", {**who, "channel_id": thread["id"], "content": "in it"})
+    )
+    sidebar = wait_for(
+        lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#channels .channel.thread")],
+        what="the thread in the sidebar",
+    )
+    assert any("follow-ups" in entry for entry in sidebar)
+    box = wait_for(
+        lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .thread-box")],
+        what="the thread on its starter message",
+    )
+    assert [entry.split() for entry in box] == [["follow-ups", "1", "message", "›"]]
+    browser.find_element(By.CSS_SELECTOR, "#messages .thread-box").click()
+    rows = wait_for(
+        lambda: (rows := snapshot(browser)) and rows[0]["text"] == "in it" and rows, what="the thread"
+    )
+    assert [row["author"] for row in rows] == ["dora"]
+    assert browser.find_element(By.ID, "channel-name").text == "follow-ups"

@@ -447,17 +447,29 @@
     }
   }
 
-  function onTyping(data) {
+  async function loadMembers() {
+    // The guild's members: the bot and every user who acted, for names the events leave out.
+    try {
+      const guild = await api("GET", EMU + "/guild");
+      for (const member of (guild && guild.members) || []) {
+        if (member.user && member.user.id) state.users.set(String(member.user.id), member.nick || displayName(member.user));
+      }
+    } catch (err) {
+      /* names stay user-NNNN */
+    }
+  }
+
+  async function onTyping(data) {
     const channel = String(data.channel_id);
     const user = String(data.user_id || (data.member && data.member.user && data.member.user.id) || "");
-    const name =
-      (data.member && data.member.user && displayName(data.member.user)) ||
-      (data.user && displayName(data.user)) ||
-      data.username ||
-      state.users.get(user) ||
-      "user-" + user.slice(-4);
+    const seconds = typeof data.duration === "number" ? data.duration : TYPING_SECONDS;
+    const until = Date.now() + seconds * 1000;
+    const named =
+      (data.member && data.member.user && displayName(data.member.user)) || (data.user && displayName(data.user));
+    if (!named && !state.users.has(user)) await loadMembers();
+    const name = named || state.users.get(user) || "user-" + user.slice(-4);
     if (!state.typing.has(channel)) state.typing.set(channel, new Map());
-    state.typing.get(channel).set(user, { name, until: Date.now() + TYPING_SECONDS * 1000 });
+    state.typing.get(channel).set(user, { name, until });
     if (channel === state.selected) renderTyping();
   }
 
@@ -695,6 +707,7 @@
     setInterval(renderTyping, 1000);
     connect();
     loadCommands();
+    await loadMembers();
     try {
       await loadChannels();
     } catch (err) {
