@@ -71,12 +71,12 @@ property). Recovered calls get deterministic ids, ``verbatim_0``,
 
 from __future__ import annotations
 
-__all__ = ("MAX_CALL_CHARS", "VerbatimToolParser", "verbatim_tools")
+__all__ = ("MAX_CALL_CHARS", "VerbatimToolParser", "exposed_tool_names", "verbatim_tools")
 
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
 import attrs
@@ -473,6 +473,23 @@ def _release(parser: VerbatimToolParser, before: ProcessedChunk | None) -> list[
 
 def _identity(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
     return source
+
+
+def exposed_tool_names(body: Mapping[str, Any]) -> frozenset[str]:
+    """The tool names a Chat Completions request *body* exposes (``tools[].function.name``).
+
+    The verbatim parser recognises only these: a name the adapter knows but the request
+    did not offer is never a call, and a request without tools never gets the parser.
+    """
+    tools = body.get("tools")
+    names: set[str] = set()
+    if isinstance(tools, list):
+        for tool in tools:
+            function = tool.get("function") if isinstance(tool, Mapping) else None
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if isinstance(name, str) and name:
+                names.add(name)
+    return frozenset(names)
 
 
 def verbatim_tools(tool_names: Iterable[str]) -> Operator[ProcessedChunk, ProcessedChunk]:
