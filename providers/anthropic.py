@@ -647,6 +647,15 @@ class AnthropicAdapter:
             stream=stream,
         )
 
+    def sends_prefill(self, request: ChatRequest) -> bool:
+        """Whether ``build_request`` sends ``request.prefill`` (never with extended thinking).
+
+        The pipeline shows a prefill as the reply's start only when it was sent: a prefill
+        left out is not the model's text (``rxcord.compose.run.stream_to_discord``).
+        """
+        budget = _thinking_budget(request.sampler.reasoning_effort)
+        return bool(request.prefill and request.prefill.rstrip()) and budget is None
+
     @property
     def guards(self) -> Guards:
         """No stage 03 text guards: reasoning arrives in its own parts, never in the text."""

@@ -206,6 +206,16 @@ async def run_stream(
             registry.close(handle)
 
 
+def _sends_prefill(adapter: ProviderAdapter, request: ChatRequest) -> bool:
+    """Whether *adapter* sends the request's prefill (a prefill that was not sent is not shown).
+
+    An adapter may leave it out (Anthropic with extended thinking) and says so with
+    ``sends_prefill(request)``; adapters without that method always send it.
+    """
+    sends = getattr(adapter, "sends_prefill", None)
+    return True if sends is None else bool(sends(request))
+
+
 async def stream_to_discord(
     adapter: ProviderAdapter,
     request: ChatRequest,
@@ -232,7 +242,7 @@ async def stream_to_discord(
     """
     http = adapter.build_request(request, base_url=base_url, api_key=api_key, stream=True)
     cfg = config or StreamConfig()
-    if request.prefill and not cfg.prefill:
+    if request.prefill and not cfg.prefill and _sends_prefill(adapter, request):
         cfg = attrs.evolve(cfg, prefill=request.prefill)
     job = StreamJob(
         adapter=adapter,
