@@ -438,17 +438,25 @@ class Flusher:
         self._drain()
         while not self.capped and self._room() <= 0:
             candidates = [cut for cut in self._best if cut is not None and cut.end > self._base]
-            if self._best_fenced is not None and self._best_fenced.end > self._base:
-                candidates.append(self._best_fenced)
+            fenced = self._best_fenced
+            if fenced is not None and fenced.end > self._base and not self._blank_before(fenced.start):
+                # (A cut after nothing but blank lines of code would send a message of fences alone.)
+                candidates.append(fenced)
             if not candidates:
                 return
             budget = self.config.message_limit - len(self._reopen) - (len(QUOTE) if self._quoted else 0)
             ranked = sorted(
-                ((c.end, rank(c.level, c.fence is not None), c) for c in candidates), reverse=True
+                ((c.end, rank(c.level, c.fence is not None), c) for c in candidates),
+                key=_by_end,
+                reverse=True,
             )
             cut = choose(ranked, half_full(self._base, budget))
             assert cut is not None
             self._release(cut.start, cut.fence)
+
+    def _blank_before(self, upto: int) -> bool:
+        """Whether the held text up to *upto* is whitespace only."""
+        return not self._pieces.getvalue()[: upto - self._base].strip()
 
     def _release(self, upto: int, fence: Fence | None) -> None:
         """Release the held text up to *upto* as one TEXT segment (*fence*: the cut is inside it)."""

@@ -150,10 +150,16 @@ def _code_spans_as_blocks(body: str, fences: list[FenceSpan], limit: int) -> str
         start, end = match.span()
         if end - start + len(QUOTE) <= limit or any(a <= start < b for a, b in blocks):
             continue
+        text_before = body[last:start]
         before = "" if start == 0 or body[start - 1] == "\n" else "\n"
+        if before:
+            text_before = text_before.rstrip(" \t")
         after = "" if end == len(body) or body[end] == "\n" else "\n"
-        parts += [body[last:start], before, "```\n", match.group(2).strip("\n"), "\n```", after]
+        parts += [text_before, before, "```\n", match.group(2).strip("\n"), "\n```", after]
         last = end
+        if after:
+            while last < len(body) and body[last] in " \t":
+                last += 1
     if not parts:
         return body
     parts.append(body[last:])
@@ -196,7 +202,7 @@ class _Splitter:
                 return messages
             budget = limit - len(prefix)
             cut = self._choose(start, budget)
-            if cut is not None:
+            if cut is not None and not self._block_beats(cut, start, budget):
                 end, following, fence = cut.end, cut.start, cut.fence
             else:
                 end, fence = self._hard_cut(start, budget)
@@ -208,6 +214,20 @@ class _Splitter:
             messages.append(prefix + piece + (fence.close if fence is not None else ""))
             reopen = fence.reopen(limit, self._header(following, fence)) if fence is not None else ""
             start = following
+
+    def _block_beats(self, cut: Cut, start: int, budget: int) -> bool:
+        """Whether a hard cut inside the fenced block that fills the message beats *cut*.
+
+        Only when *cut* leaves the message less than half full: the text before a
+        block whose next line does not fit (one long line of code, an inline code
+        span written as a block) then goes with the start of the block instead of
+        being sent alone.
+        """
+        half = half_full(start, budget)
+        if cut.end >= half:
+            return False
+        span = self._fence_at(start + budget)
+        return span is not None and span.content_start < half and cut.start <= span.start
 
     def _header(self, at: int, fence: Fence) -> str:
         """The table header a reopened block repeats (``table_header``), for a cut at *at*."""

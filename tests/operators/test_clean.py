@@ -175,7 +175,7 @@ def prose_and_code(draw: st.DrawFn) -> tuple[str, list[str]]:
 
 
 @given(nasty_text, st.booleans())
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_clean_text_is_idempotent(text: str, at_start: bool) -> None:
     """Cleaning a cleaned text changes nothing."""
     once = clean_text(text, persona_name="Alice", at_start=at_start)
@@ -183,7 +183,7 @@ def test_clean_text_is_idempotent(text: str, at_start: bool) -> None:
 
 
 @given(st.one_of(nasty_text, prose_and_code().map(lambda case: case[0])), st.booleans())
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 def test_text_judged_clean_is_what_a_sweep_leaves_unchanged(text: str, at_start: bool) -> None:
     """The no-copy shortcut only skips sweeps that would change nothing."""
     if _is_clean(text, "Alice", at_start):
@@ -219,7 +219,7 @@ def test_text_that_may_change_is_swept(text: str) -> None:
 
 
 @given(prose_and_code(), st.booleans())
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 def test_clean_text_never_changes_code(case: tuple[str, list[str]], at_start: bool) -> None:
     """Every code span comes out byte for byte, in order, and still reads as the same code span."""
     text, codes = case

@@ -24,8 +24,10 @@ from rxcord.core.types import (
     StopSignal,
     StreamStatus,
 )
+from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.flush import Flusher, error_embed, flush
-from rxcord.operators.markdown_scan import MarkdownScanner, render_table
+from rxcord.operators.markdown_scan import MarkdownScanner
+from rxcord.operators.md_tables import render_table
 from rxcord.operators.reasoning_tags import CLOSE_RE, DETAILS_CLOSE_RE, DETAILS_OPEN_RE, OPEN_RE
 from rxcord.sinks.split_message import split_message
 
@@ -692,3 +694,14 @@ def test_aggregated_mode_runs_without_scheduler() -> None:
     out: list[Segment] = []
     reactivex.of(state("a. "), state("b")).pipe(flush(AGG)).subscribe(out.append)
     assert out == [seg("a. b", final=True)]
+
+
+def test_a_long_block_never_releases_a_piece_of_blank_lines_alone() -> None:
+    """Blank code lines before a line too long to fit are not released as a block of fences alone."""
+    code = "first = 1\n    x = 1\n# c\n\n\n\n" + "long line of code here " * 2 + "\n# c\nlast = 2\n"
+    text = f"Intro.\n\n```python\n{code}```\n\nAfter."
+    config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=40)
+    pieces = texts(run(config, list(text)))
+    for piece in pieces:
+        assert not is_blank_piece(piece), pieces
+    assert reconstruct(text, pieces, drop_whitespace=False) is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode, SegmentKind
@@ -76,6 +76,7 @@ def _stage05(text: str) -> str:
     return "".join(s.text for s in flusher.flush(final=True) if s.kind is SegmentKind.TEXT)
 
 
+@settings(deadline=None)
 @given(st.text(alphabet="ab .\n", min_size=1, max_size=30), st.text(alphabet="ab .\n", max_size=30))
 def test_every_consumer_removes_a_stray_closer_after_shown_text(before: str, after: str) -> None:
     """Past the start window, the stripper (03), the flusher (05) and the cleaner (06) all keep the text

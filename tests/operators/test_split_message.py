@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rxcord.operators.cut_policy import is_blank_piece
-from rxcord.operators.markdown_scan import TOKEN_RE, MarkdownScanner, is_grapheme_boundary
+from rxcord.operators.graphemes import is_grapheme_boundary
+from rxcord.operators.markdown_scan import MarkdownScanner
+from rxcord.operators.md_tables import render_table
+from rxcord.operators.md_tokens import TOKEN_RE
 from rxcord.sinks.split_message import MIN_LIMIT, cut_pieces, split_message
 
 # -- independent checkers (also used by the flusher tests) ---------------------------------------------------
@@ -320,7 +323,7 @@ def test_whitespace_dropped_only_at_cuts() -> None:
         assert body[end:start].isspace()
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(
         st.sampled_from([*"ab \n\t\xa0.,`~>-#*_|", "<@123456789012345678>", "https://x.y/z "]), max_size=200
@@ -332,3 +335,49 @@ def test_text_that_fits_is_one_stripped_message(parts: list[str]) -> None:
     if "```" in text or "~~~" in text or ">>>" in text:
         return
     assert split_message(text) == ([text.strip()] if text.strip() else [])
+
+
+# -- long code blocks, tables and code spans (issue 14) ---------------------------------------------------
+
+
+def test_a_cut_inside_a_block_never_leaves_a_line_that_closes_it() -> None:
+    """A hard cut in a code line starting with a fence run moves off it: no piece reads it as a close."""
+    messages = split_message("<@123456789012345678>```py\n```py\n```py\n", 40)
+    assert messages and all(fences_balanced(m) for m in messages), messages
+
+
+def test_fence_only_pieces_are_not_sent() -> None:
+    """A message holding only fence lines and blank lines (an empty block) is never sent."""
+    assert split_message("```python\n\n\n```") == []
+    assert is_blank_piece(">>> ```py\n\n```") and not is_blank_piece("```py\nx\n```")
+
+
+def test_a_rendered_table_longer_than_a_message_repeats_its_header() -> None:
+    """A table block is cut between rows, never under its header, and each message repeats header and rule."""
+    table = "| Name | Score |\n|---|--:|\n" + "".join(f"| player{i} | {i * 7} |\n" for i in range(40))
+    rendered = render_table(table)
+    assert rendered is not None
+    header = rendered.split("\n")[1:3]
+    messages = split_message("Scores:\n\n" + rendered + "\nThat is all.", 200)
+    blocks = [m[m.index("```") : m.rindex("```") + 3] for m in messages if "```" in m]
+    assert len(blocks) > 3
+    rows: list[str] = []
+    for block in blocks:
+        lines = block.split("\n")
+        assert lines[0] == "```" and lines[1:3] == header and lines[-1] == "```", block
+        assert len(lines) > 4 and fences_balanced(block)
+        rows += [line for line in lines[3:-1] if line]
+    assert rows == rendered.rstrip("\n").split("\n")[3:-1]
+
+
+def test_an_inline_code_span_longer_than_a_message_is_cut_as_a_block() -> None:
+    """The span becomes a fenced block cut in message-sized pieces; the text before it is not sent alone."""
+    code = "x = compute(a, b) + other(c) * 2; " * 12
+    messages = split_message(f"I ran `{code.strip()}` and it worked.", 120)
+    assert messages[0].startswith("I ran\n```\nx = compute")
+    for message in messages:
+        assert len(message) > 1 and fences_balanced(message), messages
+        assert message.count("`") % 3 == 0
+    inner = "".join(m.split("```\n", 1)[1].rsplit("\n```", 1)[0] for m in messages if "```" in m)
+    assert inner == code.strip()
+    assert messages[-1].endswith("and it worked.")

@@ -263,14 +263,14 @@ CUTS = st.lists(st.integers(min_value=0, max_value=10_000), max_size=8)
 WINDOWS = st.one_of(st.integers(min_value=0, max_value=24), st.just(DEFAULT_START_WINDOW))
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(text=CONTENT, points=CUTS, window=WINDOWS)
 def test_split_invariance(text: str, points: list[int], window: int) -> None:
     """Cutting the content anywhere (inside tags, inside emoji) gives the same visible text and reasoning."""
     assert run(cut(text, points), window) == run([text], window)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(text=CONTENT, points=CUTS, window=WINDOWS)
 def test_never_emits_a_tag(text: str, points: list[int], window: int) -> None:
     """No release, and not the joined visible text, contains a think tag."""

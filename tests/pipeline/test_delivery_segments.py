@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, Segment, SentMessage
 from rxcord.core.types import DeliveryMode, SegmentKind
+from rxcord.operators.clean import SegmentCleaner
+from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.flush import Flusher
 from rxcord.sinks.delivery import DiscordDelivery
 
@@ -119,3 +124,96 @@ def test_coalesced_pieces_of_a_long_code_block_never_glue_a_close_to_a_reopen() 
     for message in messages:
         assert not _GLUED.search(message), message
         assert fences_balanced(message) and len(message) <= 400
+
+
+# -- stages 05-07 as one function of the bytes: properties over random chunkings --------------------------
+
+_ATOMS = [
+    "\n",
+    "\n\n",
+    " ",
+    "Hello there.",
+    "word ",
+    "```python\n",
+    "```\n",
+    "~~~\n",
+    "    total += value  # keep the running total\n",
+    "x = 1\n",
+    "\n\n\n",
+    "- item\n",
+    ">>> quoted\n",
+    "| a | b |\n",
+    "|---|--:|\n",
+    "| 1 | 22 |\n",
+    "`span`",
+    "`",
+    "<think>",
+    "</think>",
+    "a_very_long_identifier_without_spaces_" * 3,
+]
+_TEXT = st.lists(
+    st.one_of(st.sampled_from(_ATOMS), st.text(alphabet="ab .\n", max_size=20)), max_size=80
+).map("".join)
+_CUTS = st.lists(st.integers(0, 3000), max_size=30)
+
+
+def _chunks(text: str, cuts: list[int]) -> list[str]:
+    bounds = [0, *sorted({min(c, len(text)) for c in cuts}), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _messages(
+    config: StreamConfig,
+    chunks: list[str],
+    idle: frozenset[int] = frozenset(),
+    merges: list[bool] | None = None,
+) -> list[str]:
+    """What Discord receives: flusher (05), cleaner (06), coalescing and splitting (07)."""
+    flusher = Flusher(config)
+    segments: list[Segment] = []
+    for i, chunk in enumerate(chunks):
+        segments += flusher.push(chunk)
+        if i in idle:
+            segments += flusher.idle()
+    segments += flusher.flush(final=True)
+    cleaner = SegmentCleaner(config)
+    cleaned = [out for segment in segments for out in cleaner.feed(segment) if out.kind is SegmentKind.TEXT]
+    delivery = DiscordDelivery(sink=_GatedSink(hold_at=0), context=StreamContext(), config=config)
+    queue: list[Segment] = []
+    for k, segment in enumerate(cleaned):
+        merged = delivery.merge(queue[-1], segment) if queue and merges and merges[k % len(merges)] else None
+        if isinstance(merged, Segment):
+            queue[-1] = merged
+        else:
+            queue.append(segment)
+    return [str(p["content"]) for segment in queue for p in delivery.payloads(segment)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TEXT, _CUTS, st.sampled_from([64, 200, 2000]))
+def test_aggregated_messages_do_not_depend_on_chunking(text: str, cuts: list[int], limit: int) -> None:
+    """The same bytes cut anywhere give the same Discord messages in aggregated mode."""
+    config = StreamConfig(delivery=DeliveryMode.AGGREGATED, message_limit=limit, max_flushes=10**6)
+    assert _messages(config, _chunks(text, cuts)) == _messages(config, [text])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    _TEXT,
+    _CUTS,
+    st.frozensets(st.integers(0, 30)),
+    st.lists(st.booleans(), min_size=1, max_size=8),
+    st.sampled_from([40, 64, 200]),
+)
+def test_every_live_message_is_well_formed(
+    text: str, cuts: list[int], idle: frozenset[int], merges: list[bool], limit: int
+) -> None:
+    """Live mode, any chunking, idle flushes and coalescing: each message fits, balances its fences, is
+    never fences alone, and never glues a closing and a reopening fence on one line."""
+    config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit, max_flushes=10**6)
+    for message in _messages(config, _chunks(text, cuts), idle, merges):
+        assert 0 < len(message) <= limit and message.strip()
+        assert not is_blank_piece(message), message
+        assert fences_balanced(message), message
+        for glued in _GLUED.finditer(message):
+            assert glued.group(0).strip() in text, message
