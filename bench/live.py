@@ -41,7 +41,7 @@ import aiohttp
 import attrs
 import orjson
 from rxcord.compose.run import StreamJob, run_stream
-from rxcord.core.config import StreamConfig
+from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.request import ChatRequest
 from rxcord.core.types import ChunkNormalizer, DeliveryMode, ProcessedChunk, ProviderError, RawStreamChunk
 from rxcord.operators.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
@@ -279,6 +279,10 @@ class _StampedAdapter:
 
     def new_normalizer(self) -> ChunkNormalizer:
         return _StampedNormalizer(self.inner.new_normalizer(), self.stamps)
+
+    @property
+    def guards(self) -> Guards:
+        return self.inner.guards
 
     def is_meaningful(self, raw: RawStreamChunk) -> bool:
         return self.inner.is_meaningful(raw)
