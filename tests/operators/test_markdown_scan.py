@@ -14,10 +14,7 @@ from rxcord.operators.markdown_scan import (
     Level,
     MarkdownScanner,
     NullCuts,
-    display_width,
     is_grapheme_boundary,
-    render_table,
-    token_spans,
 )
 
 ATOMS = [
@@ -361,15 +358,6 @@ def test_quote_line_may_open_a_fence() -> None:
     assert scanner.quote_from == 6
 
 
-def test_long_opening_line_is_reopened_as_bare_marker() -> None:
-    """An opening line longer than a quarter of the limit is reopened without its info string."""
-    fence = Fence("```" + "x" * 30, "`", 3)
-    assert fence.reopen(2000) == "```" + "x" * 30 + "\n"
-    assert fence.reopen(64) == "```\n"
-    assert Fence("`" * 20, "`", 20).reopen(64) == "```\n"
-    assert fence.close == "\n```"
-
-
 def test_quote_all_is_recorded_outside_code() -> None:
     """A `>>> ` line sets quote_from; inside a fence it is code."""
     assert scan("a\n>>> quoted\nmore").quote_from == 2
@@ -463,63 +451,3 @@ def test_tail_cut_at_trailing_whitespace() -> None:
     assert tail("| a |\n") is None
     assert tail("```\ncode\n") is None
     assert tail("x `a ") is None
-
-
-# -- graphemes, width, tokens, tables ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "inside"),
-    [
-        ("e\u0301", [1]),
-        ("👨\u200d👩\u200d👧", [1, 2, 3, 4]),
-        ("🇫🇷🇩🇪", [1, 3]),
-        ("\r\n", [1]),
-        ("\u1100\u1161\u11a8", [1, 2]),
-        ("❤\ufe0f", [1]),
-        ("👍🏽", [1]),
-    ],
-)
-def test_grapheme_clusters_are_not_cut(text: str, inside: list[int]) -> None:
-    """Combining marks, ZWJ sequences, flags, CR LF, Hangul jamo, selectors and skin tones stay whole."""
-    for i in range(len(text) + 1):
-        assert is_grapheme_boundary(text, i) is (i not in inside), i
-
-
-def test_flag_pairs_count_from_the_start_of_the_run() -> None:
-    """Between two flags is a boundary; inside a flag is not."""
-    text = "🇫🇷🇩🇪🇯🇵"
-    assert [is_grapheme_boundary(text, i) for i in range(1, 6)] == [False, True, False, True, False]
-
-
-def test_display_width() -> None:
-    """Wide characters count two columns, combining marks none."""
-    assert display_width("abc") == 3
-    assert display_width("日本") == 4
-    assert display_width("e\u0301") == 1
-
-
-def test_token_spans_cover_discord_tokens_outside_fences() -> None:
-    """Mentions, emoji, timestamps, commands, URLs and masked links are tokens; not inside code blocks."""
-    text = (
-        "<@1> <@!2> <@&3> <#4> </a b:5> <:e:6> <a:f:7> <t:8:R> https://x.y/z <https://q> [m](https://w) @here"
-    )
-    found = [text[a:b] for a, b in token_spans(text)]
-    assert found == [*text.split(" ")[:4], "</a b:5>", *text.split(" ")[6:]]
-    code = "```\n<@1>\n```\n<@2>"
-    scanner = scan(code)
-    assert [code[a:b] for a, b in token_spans(code, scanner.fences)] == ["<@2>"]
-
-
-def test_render_table_aligns_columns() -> None:
-    """A table becomes a monospace block with padded columns, aligned as the delimiter row says."""
-    table = "| Name | Qty | Note |\n|:-----|----:|:----:|\n| **Alice** | 3 | `ok` |\n| 日本 | 12 |\n"
-    assert render_table(table) == (
-        "```\nName  | Qty | Note\n------+-----+-----\nAlice |   3 |  ok\n日本  |  12 |\n```\n"
-    )
-
-
-def test_render_table_refuses_non_tables() -> None:
-    """Pipe lines without a delimiter row are not a table."""
-    assert render_table("| a | b |\n| c | d |") is None
-    assert render_table("| a |") is None
