@@ -96,6 +96,7 @@ __all__ = (
     "ROUTE_WEBHOOK_DELETE",
     "ROUTE_WEBHOOK_EDIT",
     "ROUTE_WEBHOOK_GET",
+    "ApiError",
     "DiscordEmulator",
     "EmulatedChannel",
     "EmulatedWebhook",
@@ -103,8 +104,10 @@ __all__ = (
     "EmulatorCounters",
     "EmulatorEvent",
     "EmulatorNotStartedError",
+    "EventHub",
     "Fault",
     "FaultKind",
+    "Interaction",
     "Scope",
     "check_message_payload",
     "point_discord_py",
@@ -139,6 +142,7 @@ from rxcord.sinks.emulator.config import (
     FaultKind,
     Scope,
 )
-from rxcord.sinks.emulator.events import EmulatorEvent
+from rxcord.sinks.emulator.events import EmulatorEvent, EventHub
+from rxcord.sinks.emulator.interactions import Interaction
 from rxcord.sinks.emulator.server import point_discord_py, run_forever, serve
-from rxcord.sinks.emulator.validation import check_message_payload
+from rxcord.sinks.emulator.validation import ApiError, check_message_payload

@@ -13,8 +13,8 @@ __all__ = ("DiscordEmulator", "EmulatorNotStartedError", "Handler")
 
 import collections
 import secrets
-from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from aiohttp import web
@@ -37,6 +37,9 @@ from rxcord.sinks.emulator.limits import Window, bucket_hash, bucket_headers, to
 from rxcord.sinks.emulator.store import MessageStore
 from rxcord.sinks.emulator.validation import ApiError, form_error
 from rxcord.sinks.emulator.wire import json_response, user_object
+
+if TYPE_CHECKING:
+    from rxcord.sinks.emulator.interactions import Interaction
 
 Handler = Callable[["DiscordEmulator", web.Request], Awaitable[web.StreamResponse]]
 """A route handler: the emulator and the request."""
@@ -224,9 +227,59 @@ class DiscordEmulator:
     def seed_message(
         self, channel_id: str, content: str = "hello", *, author_id: str = "200000000000000001"
     ) -> str:
-        """Store a message from a user (no HTTP, no limits, no dispatch), e.g. to reply to; returns its id."""
+        """Store a user's message (no HTTP, no limits, no validation), e.g. to reply to; returns its id."""
         author = user_object(author_id, f"user-{author_id[-4:]}")
         return str(self.store.create(channel_id, {"content": content}, author=author)["id"])
+
+    def post_as_user(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        author_id: str = "300000000000000001",
+        username: str = "user",
+        reply_to: str | None = None,
+    ) -> dict[str, Any]:
+        """What ``POST /_emulator/messages`` does, from Python: a validated user message, dispatched.
+
+        Raises:
+            ApiError: The route's 4xx answer (unknown channel, empty content, unknown reply target).
+        """
+        from rxcord.sinks.emulator import inject
+
+        body: dict[str, Any] = {
+            "channel_id": channel_id,
+            "author_id": author_id,
+            "username": username,
+            "content": content,
+        }
+        if reply_to is not None:
+            body["message_reference"] = {"message_id": reply_to}
+        return inject.user_message(self, body)
+
+    def invoke_as_user(
+        self,
+        channel_id: str,
+        command: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        author_id: str = "300000000000000001",
+        username: str = "user",
+    ) -> Interaction:
+        """What ``POST /_emulator/interactions`` does, from Python: a registered slash command, invoked.
+
+        Await ``interaction.answered.wait()`` for the bot's initial response.
+        """
+        from rxcord.sinks.emulator import inject
+
+        body = {
+            "channel_id": channel_id,
+            "author_id": author_id,
+            "username": username,
+            "command": command,
+            "options": dict(options or {}),
+        }
+        return inject.user_command(self, body)
 
     def delete_message(self, message_id: str) -> None:
         """Delete a stored message as its author or a moderator would (replies to it then fail)."""

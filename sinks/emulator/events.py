@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ("EmulatorEvent", "EventHub", "Listener")
 
+import asyncio
 import collections
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +62,27 @@ class EventHub:
         for listener in list(self._listeners):
             listener(event)
         return event
+
+    def expect(
+        self, kind: str, where: Callable[[dict[str, Any]], bool] | None = None
+    ) -> asyncio.Future[EmulatorEvent]:
+        """A future of the next event of ``kind`` (whose data satisfies ``where``) published from now on.
+
+        Call it before doing what causes the event. Example::
+
+            created = emulator.events.expect("message_create")
+            ...  # the bot is asked something
+            event = await asyncio.wait_for(created, 10)
+        """
+        future: asyncio.Future[EmulatorEvent] = asyncio.get_running_loop().create_future()
+
+        def listener(event: EmulatorEvent) -> None:
+            if not future.done() and event.kind == kind and (where is None or where(event.data)):
+                future.set_result(event)
+
+        unsubscribe = self.subscribe(listener)
+        future.add_done_callback(lambda _: unsubscribe())
+        return future
 
     def recent(self, kinds: frozenset[str] | None = None) -> list[EmulatorEvent]:
         """The retained history, oldest first, optionally only some kinds."""

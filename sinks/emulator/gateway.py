@@ -147,8 +147,8 @@ class GatewaySession:
                     await self.ws.send_bytes(data)
                 else:
                     await self.ws.send_str(text)
-            except ConnectionError:
-                return
+            except (ConnectionError, RuntimeError):
+                return  # the socket went away while writing
 
 
 class Gateway:

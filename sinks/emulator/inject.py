@@ -27,7 +27,7 @@ None of these is Discord's; they need no token and have no rate limits.
 
 from __future__ import annotations
 
-__all__ = ("install",)
+__all__ = ("install", "user_command", "user_message")
 
 import asyncio
 import contextlib
@@ -43,6 +43,7 @@ from rxcord.sinks.emulator.wire import json_response
 
 if TYPE_CHECKING:
     from rxcord.sinks.emulator.app import DiscordEmulator
+    from rxcord.sinks.emulator.interactions import Interaction
 
 PREFIX: Final = API_PREFIX + "/_emulator"
 _KEEPALIVE: Final = 15.0
@@ -99,7 +100,11 @@ def _actor(emu: DiscordEmulator, body: dict[str, Any]) -> tuple[str, dict[str, A
 
 async def post_message(emu: DiscordEmulator, request: web.Request) -> web.Response:
     """A message from a user (see the module docstring)."""
-    body = await read_payload(request)
+    return json_response(200, user_message(emu, await read_payload(request)))
+
+
+def user_message(emu: DiscordEmulator, body: dict[str, Any]) -> dict[str, Any]:
+    """Validate an injection body and store its message (MESSAGE_CREATE); returns the message object."""
     channel_id, user = _actor(emu, body)
     content = body.get("content", "")
     if not isinstance(content, str) or len(content) > 4000:
@@ -109,10 +114,9 @@ async def post_message(emu: DiscordEmulator, request: web.Request) -> web.Respon
         raise ApiError(400, 50006, "Cannot send an empty message")
     payload: dict[str, Any] = {"content": content}
     reference = emu.store.reference(channel_id, body.get("message_reference"))
-    message = emu.store.create(
+    return emu.store.create(
         channel_id, payload, author=user, reference=reference, extra={"attachments": attachments}
     )
-    return json_response(200, message)
 
 
 def _attachments(emu: DiscordEmulator, raw: Any) -> list[dict[str, Any]]:
@@ -140,16 +144,20 @@ def _attachments(emu: DiscordEmulator, raw: Any) -> list[dict[str, Any]]:
 
 async def post_interaction(emu: DiscordEmulator, request: web.Request) -> web.Response:
     """A slash command invoked by a user (see the module docstring)."""
-    body = await read_payload(request)
-    channel_id, user = _actor(emu, body)
-    command = body.get("command")
-    if not isinstance(command, str) or not command:
-        raise form_error([(("command",), "BASE_TYPE_REQUIRED", "This field is required")])
-    interaction = emu.interactions.invoke(channel_id, user, command.removeprefix("/"), body.get("options"))
+    interaction = user_command(emu, await read_payload(request))
     if query_bool(request.query.get("wait")):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(interaction.answered.wait(), _WAIT)
     return json_response(200, interaction.summary(emu))
+
+
+def user_command(emu: DiscordEmulator, body: dict[str, Any]) -> Interaction:
+    """Validate an invocation body and invoke the command (INTERACTION_CREATE)."""
+    channel_id, user = _actor(emu, body)
+    command = body.get("command")
+    if not isinstance(command, str) or not command:
+        raise form_error([(("command",), "BASE_TYPE_REQUIRED", "This field is required")])
+    return emu.interactions.invoke(channel_id, user, command.removeprefix("/"), body.get("options"))
 
 
 async def get_interaction(emu: DiscordEmulator, request: web.Request) -> web.Response:

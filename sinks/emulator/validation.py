@@ -29,7 +29,7 @@ Problem = tuple[tuple[str, ...], str, str]
 
 
 class ApiError(RxcordError):
-    """A Discord error answer raised inside a handler."""
+    """A Discord error answer (``status``, ``body`` with ``code`` and ``message``) raised inside a handler."""
 
     def __init__(self, status: int, code: int, message: str, errors: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.sinks.emulator import ApiError, DiscordEmulator, EmulatorConfig
 
 from tests.sinks.emulator.support import USER_ID, WAIT, post
 
@@ -184,3 +184,25 @@ async def test_closing_the_emulator_ends_open_event_streams(session: aiohttp.Cli
         await asyncio.wait_for(emulator.close(), WAIT)
         rest = await asyncio.wait_for(events.content.read(), WAIT)
     assert b"event:" not in rest
+
+
+async def test_python_helpers_act_as_a_user_and_wait_for_events(
+    emulator: DiscordEmulator, channel: str
+) -> None:
+    """post_as_user and invoke_as_user are the routes without HTTP; events.expect sees what follows."""
+    waiting = emulator.events.expect("message_create", lambda d: d["message"]["content"] == "b")
+    first = emulator.post_as_user(channel, "a", username="erin")
+    reply = emulator.post_as_user(channel, "b", reply_to=str(first["id"]))
+    event = await asyncio.wait_for(waiting, WAIT)
+    assert event.data["message"]["id"] == reply["id"] and reply["referenced_message"]["id"] == first["id"]
+    assert emulator.guild.users[USER_ID]["username"] == "user"
+    with pytest.raises(ApiError) as refused:
+        emulator.post_as_user(channel, "   ")
+    assert refused.value.status == 400 and refused.value.body["code"] == 50006
+    emulator.interactions.overwrite(None, [{"name": "stop", "description": "Stop"}])
+    interaction = emulator.invoke_as_user(channel, "stop")
+    assert interaction.command == "stop" and interaction.response_type is None
+    assert (
+        emulator.events.recent(frozenset({"interaction_create"}))[-1].data["interaction"]["id"]
+        == interaction.id
+    )
