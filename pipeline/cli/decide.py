@@ -172,7 +172,9 @@ async def decide_command(args: argparse.Namespace) -> dict[str, Any]:
     )
     reason = getattr(result, "reason", None)
     if reason is not None:
-        sys.stderr.write(f"rxcord: decide: {result.kind.value} ({reason})\n")
+        category = getattr(result, "category", None)
+        why = f"{category.value}, {reason}" if category is not None else reason
+        sys.stderr.write(f"rxcord: decide: {result.kind.value} ({why})\n")
     return decision_report(result, reports)
 
 
