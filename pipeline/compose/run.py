@@ -193,7 +193,14 @@ async def run_stream(
             result = results[-1]
             if result.error is not None:
                 result = attrs.evolve(result, error=stream_redactor(job).error(result.error))
-            settle(hold, result, sent=bool(counters.bodies_sent))
+            model = job.request.body.get("model")
+            settle(
+                hold,
+                result,
+                sent=bool(counters.bodies_sent),
+                provider=job.adapter.name,
+                model=model if isinstance(model, str) else "",
+            )
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",
                 status=result.status.value,
