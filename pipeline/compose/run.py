@@ -16,7 +16,7 @@ import aiohttp
 import attrs
 from loguru import logger
 from reactivex import Observable
-from rxcord.compose.accounting import abandon, begin_hold, denied_result, settle
+from rxcord.compose.accounting import abandon, begin_hold, denied_result, model_of, settle
 from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import Guards, StreamConfig, StreamContext
@@ -193,13 +193,12 @@ async def run_stream(
             result = results[-1]
             if result.error is not None:
                 result = attrs.evolve(result, error=stream_redactor(job).error(result.error))
-            model = job.request.body.get("model")
             settle(
                 hold,
                 result,
                 sent=bool(counters.bodies_sent),
                 provider=job.adapter.name,
-                model=model if isinstance(model, str) else "",
+                model=model_of(job.request),
             )
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",

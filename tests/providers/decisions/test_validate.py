@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rxcord.core.errors import RxcordError
 from rxcord.providers.decisions.types import PredicateAnswer, Question, RefusedAnswer
@@ -123,11 +123,13 @@ def test_strict_json_accepts_standard_json() -> None:
     assert strict_json(b'{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
 
 
+@settings(deadline=None)
 @given(st.floats(min_value=0.0, max_value=1.0))
 def test_probabilities_in_range_pass(p: float) -> None:
     assert validate_probability(p, "q") == p
 
 
+@settings(deadline=None)
 @given(
     st.one_of(
         st.floats(allow_nan=True, allow_infinity=True).filter(lambda x: not (0.0 <= x <= 1.0)),
