@@ -168,3 +168,49 @@ def test_discord_does_not_render_these(page: webdriver.Chrome) -> None:
     assert html(page, "Title\n===") == "Title<br>==="
     assert html(page, "---") == "---"
     assert html(page, "| a | b |") == "| a | b |"
+
+
+def test_nesting_and_line_start_rules_inside_quotes(page: webdriver.Chrome) -> None:
+    assert html(page, "__*both*__") == "<u><em>both</em></u>"
+    assert tree(page, "> # quoted heading") == [
+        ["blockquote", ".md-quote", ["h1", ".md-heading md-h1", "quoted heading"]]
+    ]
+    assert tree(page, "-# **bold** subtext") == [["small", ".md-subtext", ["strong", "bold"], " subtext"]]
+    assert tree(page, "- **a** b") == [["ul", ".md-list", ["li", ["strong", "a"], " b"]]]
+
+
+def test_code_is_literal(page: webdriver.Chrome) -> None:
+    # Without a newline after it, the first word is code, not a language.
+    assert tree(page, "```py print(1)```") == [["div", ".md-codeblock", ["pre", ["code", "py print(1)"]]]]
+    assert html(page, r"`a \* b`") == r'<code class="md-inline-code">a \* b</code>'
+    assert tree(page, "```js\nconst s = '<b>' + `x`;\n```") == [
+        [
+            "div",
+            ".md-codeblock",
+            ["div", ".md-codeblock-lang", "js"],
+            ["pre", ["code", ".language-js", "const s = '<b>' + `x`;"]],
+        ]
+    ]
+
+
+def test_discord_tokens(page: webdriver.Chrome) -> None:
+    assert tree(page, "<:rxcord:123456789012345678>") == [["span", ".md-emoji", ":rxcord:"]]
+    assert tree(page, "<#120000000000000001>") == [
+        ["span", ".md-mention md-mention-channel not-pinged", "#120000000000000001"]
+    ]
+    assert tree(page, "@everyone hi")[0] == [
+        "span",
+        ".md-mention md-mention-everyone not-pinged",
+        "@everyone",
+    ]
+    stamp = page.execute_script(
+        "return window.rxcordMarkdown.render('<t:0:d>', {}).querySelector('time').dateTime"
+    )
+    assert stamp == "1970-01-01T00:00:00.000Z"
+    assert html(page, r"\<@123456789012345678>") == "&lt;@123456789012345678&gt;"
+    assert html(page, "<https://example.com/x>") == (
+        '<a class="md-link" href="https://example.com/x" target="_blank" rel="noopener noreferrer">'
+        "https://example.com/x</a>"
+    )
+    # Only http(s) links are links.
+    assert html(page, "[x](javascript:alert(1))") == "[x](javascript:alert(1))"
