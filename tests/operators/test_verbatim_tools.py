@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterable, Sequence
 from types import FunctionType
 from typing import Any, cast
@@ -28,6 +27,7 @@ from rxcord.core.types import (
 from rxcord.operators.verbatim_tools import MAX_CALL_CHARS, VerbatimToolParser, verbatim_tools
 
 from tests.marbles import marbles
+from tests.work import assert_linear
 
 TOOLS = ("generate_image", "web_search")
 Item = str | FunctionCall
@@ -469,31 +469,38 @@ def test_name_too_long_inside_fence_fails_deterministically() -> None:
 
 
 def test_prose_in_tiny_chunks_holds_little_and_runs_linearly() -> None:
-    """200k characters of prose in 3-character deltas pass quickly with a bounded hold."""
-    prose = ("The generator draws `code` and gen images, web pages, ``` fences.\n" * 3100)[:200_000]
-    parser = VerbatimToolParser(TOOLS)
-    out: list[Item] = []
-    started = time.perf_counter()
-    for k in range(0, len(prose), 3):
-        out += parser.feed(prose[k : k + 3])
-        assert len(parser._tail) < 100  # the held suffix never grows
-    out += parser.finish()
-    assert time.perf_counter() - started < 5.0
-    assert merged(out) == [prose]
+    """Prose in 3-character deltas: a bounded hold, and four times the text is four times the work.
+
+    Work is counted in bytecode instructions (``tests.work``), not timed.
+    """
+    line = "The generator draws `code` and gen images, web pages, ``` fences.\n"
+
+    def run(copies: int) -> None:
+        prose = line * 50 * copies
+        parser = VerbatimToolParser(TOOLS)
+        out: list[Item] = []
+        for k in range(0, len(prose), 3):
+            out += parser.feed(prose[k : k + 3])
+            assert len(parser._tail) < 100  # the held suffix never grows
+        out += parser.finish()
+        assert merged(out) == [prose]
+
+    assert_linear(run, 1)
 
 
 def test_long_call_in_one_character_deltas_is_linear() -> None:
-    """A 60 KiB call body fed one character at a time is never rescanned."""
-    body = '{"prompt": "' + 'a (b) \\" c ' * 5000 + '"}'
-    text = f"generate_image({body})"
-    parser = VerbatimToolParser(TOOLS)
-    out: list[Item] = []
-    started = time.perf_counter()
-    for ch in text:
-        out += parser.feed(ch)
-    out += parser.finish()
-    assert time.perf_counter() - started < 5.0
-    assert out == [call(prompt='a (b) " c ' * 5000)]
+    """A call body fed one character at a time is never rescanned: 4x the body is 4x the work."""
+
+    def run(copies: int) -> None:
+        body = '{"prompt": "' + 'a (b) \\" c ' * 300 * copies + '"}'
+        parser = VerbatimToolParser(TOOLS)
+        out: list[Item] = []
+        for ch in f"generate_image({body})":
+            out += parser.feed(ch)
+        out += parser.finish()
+        assert out == [call(prompt='a (b) " c ' * 300 * copies)]
+
+    assert_linear(run, 1)
 
 
 # --- properties ------------------------------------------------------------------------------
