@@ -23,6 +23,7 @@ from rxcord.providers.decisions.call import (
     Decisions,
     call_decisions,
     register_decision_metric,
+    register_decisions,
 )
 from rxcord.providers.decisions.discovery import discover_openrouter_models
 from rxcord.providers.decisions.selection import (
@@ -85,6 +86,7 @@ __all__ = (
     "load_decision_models",
     "reference_for",
     "register_decision_metric",
+    "register_decisions",
     "resolve_reference",
     "supports_decisions",
 )

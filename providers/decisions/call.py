@@ -40,6 +40,7 @@ __all__ = (
     "UsageCallback",
     "call_decisions",
     "register_decision_metric",
+    "register_decisions",
 )
 
 import asyncio
@@ -673,6 +674,25 @@ def _limit(body: object) -> DecisionLimit | None:
     )
 
 
+_registered: list[Decisions] = []
+"""The service registered at startup (the last one wins; disposers restore the previous)."""
+
+
+def register_decisions(service: Decisions) -> Callable[[], None]:
+    """Register the application's ``Decisions`` for ``call_decisions``; the disposer restores the previous."""
+    _registered.append(service)
+    disposed = False
+
+    def dispose() -> None:
+        nonlocal disposed
+        if not disposed:
+            disposed = True
+            with contextlib.suppress(ValueError):
+                _registered.remove(service)
+
+    return dispose
+
+
 async def call_decisions(  # noqa: PLR0917 (the issue's signature)
     scope: object,
     reference: DecisionReference | None,
@@ -681,20 +701,30 @@ async def call_decisions(  # noqa: PLR0917 (the issue's signature)
     cancel: CancelSignal | None = None,
     on_usage: UsageCallback | None = None,
     *,
-    directory: DecisionDirectory,
+    directory: DecisionDirectory | None = None,
     config: DecisionConfig | None = None,
     session: aiohttp.ClientSession | None = None,
 ) -> DecisionResult:
-    """``Decisions(directory, config=config, session=session).call_decisions(...)`` in one call.
+    """One decision call through the registered ``Decisions`` (``register_decisions``).
 
-    A request that outlives its deadline keeps settling in the background (its usage is
-    still recorded once); use a ``Decisions`` object and ``settle_late`` to wait for it.
+    With *directory*, a ``Decisions(directory, config=config, session=session)`` made for
+    this call is used instead. With neither, the result is ``unavailable``
+    (``not-selected`` without a reference, ``not-configured`` otherwise). A request that
+    outlives its deadline keeps settling in the background (its usage is still recorded
+    once); ``Decisions.settle_late`` waits for it.
     """
-    service = Decisions(directory, config=config, session=session)
+    if directory is not None:
+        service = Decisions(directory, config=config, session=session)
+    elif _registered:
+        service = _registered[-1]
+    else:
+        reason = "not-selected" if reference is None else "not-configured"
+        return DecisionUnavailable(reason=reason, correlation=secrets.token_hex(6))
     result = await service.call_decisions(scope, reference, evidence, questions, cancel, on_usage)
-    _ORPHANS.update(service._late)
-    for task in service._late:
-        task.add_done_callback(_ORPHANS.discard)
+    if directory is not None:
+        _ORPHANS.update(service._late)
+        for task in service._late:
+            task.add_done_callback(_ORPHANS.discard)
     return result
 
 

@@ -220,7 +220,7 @@ class DecisionUnavailable:
 
     reason: str
     """``not-selected``, ``unsupported``, ``not-admitted``, ``not-owned``,
-    ``stale-registration``, ``no-credentials`` or ``protocol-mismatch``."""
+    ``stale-registration``, ``no-credentials``, ``protocol-mismatch`` or ``not-configured``."""
     correlation: str = ""
     kind: Literal[DecisionKind.UNAVAILABLE] = DecisionKind.UNAVAILABLE
 

@@ -36,6 +36,7 @@ from rxcord.providers.decisions import (
     custom_provider,
     reference_for,
     register_decision_metric,
+    register_decisions,
     supports_decisions,
 )
 from rxcord.providers.google import GoogleAdapter
@@ -683,3 +684,21 @@ async def test_logs_never_carry_evidence_questions_keys_bodies_or_urls(log_lines
         assert secret not in text, secret
     info = [line for line in log_lines if line.startswith("INFO")]
     assert any("input_tokens=40" in line and "cost=2e-05" in line for line in info)
+
+
+async def test_the_module_call_uses_the_registered_service() -> None:
+    none = await call_decisions("g", None, EVIDENCE, QUESTIONS)
+    assert isinstance(none, DecisionUnavailable) and none.reason == "not-selected"
+    async with DecisionsServer(probabilities={"is_spam": 0.3}) as server:
+        option = make_option(DecisionProtocol.SYSTEMONE, server.base_url)
+        unconfigured = await call_decisions("g", reference_for(option), EVIDENCE, QUESTIONS)
+        assert isinstance(unconfigured, DecisionUnavailable) and unconfigured.reason == "not-configured"
+        dispose = register_decisions(Decisions(App([option]).directory(), config=LOCAL))
+        try:
+            result = await call_decisions("g", reference_for(option), EVIDENCE, QUESTIONS)
+        finally:
+            dispose()
+        after = await call_decisions("g", reference_for(option), EVIDENCE, QUESTIONS)
+    assert isinstance(result, DecisionCompleted) and result.answers[0].probability == 0.3
+    assert isinstance(after, DecisionUnavailable) and after.reason == "not-configured"
+    assert len(server.seen) == 1
