@@ -65,36 +65,21 @@ conservative for Discord (which renders them as a block).
 The vocabulary it records lives in ``rxcord.operators.md_cuts`` (``Cut``,
 ``CutList``, ``Level``, ``Fence``, ``FenceSpan``); grapheme boundaries and
 display width in ``rxcord.operators.graphemes``; never-cut tokens in
-``rxcord.operators.md_tokens``; tables in ``rxcord.operators.md_tables``. Those
-names are re-exported here for existing importers.
+``rxcord.operators.md_tokens``; tables in ``rxcord.operators.md_tables``; which
+cut is taken and how it is repaired in ``rxcord.operators.cut_policy``.
 """
 
 from __future__ import annotations
 
-__all__ = (
-    "TOKEN_RE",
-    "Cut",
-    "CutList",
-    "Fence",
-    "FenceSpan",
-    "Level",
-    "MarkdownScanner",
-    "NullCuts",
-    "TableSpan",
-    "display_width",
-    "is_grapheme_boundary",
-    "render_table",
-    "token_spans",
-)
+__all__ = ("MarkdownScanner",)
 
 import re
 from typing import Final
 
 import attrs
-from rxcord.operators.graphemes import display_width, is_extend, is_grapheme_boundary
-from rxcord.operators.md_cuts import Cut, CutList, Fence, FenceSpan, Level, NullCuts
-from rxcord.operators.md_tables import TableSpan, render_table
-from rxcord.operators.md_tokens import TOKEN_RE, token_spans
+from rxcord.operators.graphemes import is_extend
+from rxcord.operators.md_cuts import Cut, CutList, Fence, FenceSpan, Level
+from rxcord.operators.md_tables import TableSpan
 
 # ---------------------------------------------------------------------------------------------------------
 # Characters

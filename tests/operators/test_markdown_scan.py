@@ -7,15 +7,10 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rxcord.operators.markdown_scan import (
-    Cut,
-    CutList,
-    Fence,
-    Level,
-    MarkdownScanner,
-    NullCuts,
-    is_grapheme_boundary,
-)
+from rxcord.operators.cut_policy import Fence, Level
+from rxcord.operators.graphemes import is_grapheme_boundary
+from rxcord.operators.markdown_scan import MarkdownScanner
+from rxcord.operators.md_cuts import Cut, CutList, NullCuts
 
 ATOMS = [
     "\n",
