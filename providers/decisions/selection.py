@@ -21,6 +21,7 @@ __all__ = (
     "CUSTOM_PREFIX",
     "DecisionDirectory",
     "DecisionModelOption",
+    "DecisionOptionError",
     "ResolvedDecision",
     "custom_provider",
     "load_decision_models",
@@ -33,6 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, TypeAlias, TypeVar
 
 import attrs
+from rxcord.core.errors import RxcordError
 from rxcord.providers.decisions.types import (
     DecisionCredentials,
     DecisionProtocol,
@@ -46,6 +48,10 @@ CUSTOM_PREFIX: Final = "custom:"
 """Custom entries' provider is ``custom:<connection_id>``."""
 
 MaybeAwaitable: TypeAlias = "_T | Awaitable[_T]"
+
+
+class DecisionOptionError(RxcordError, ValueError):
+    """A ``DecisionModelOption`` breaks the reference rules."""
 
 
 def custom_provider(connection_id: str) -> str:
@@ -75,13 +81,13 @@ class DecisionModelOption:
     def __attrs_post_init__(self) -> None:
         custom = self.provider.startswith(CUSTOM_PREFIX)
         if custom != (self.protocol is not DecisionProtocol.OPENROUTER):
-            raise ValueError("custom entries speak systemone or openai; native entries openrouter")
+            raise DecisionOptionError("custom entries speak systemone or openai; native entries openrouter")
         if custom and (self.custom_endpoint_id is None or self.registration_id is not None):
-            raise ValueError("a custom entry has an endpoint id and no native registration id")
+            raise DecisionOptionError("a custom entry has an endpoint id and no native registration id")
         if not custom and self.custom_endpoint_id is not None:
-            raise ValueError("a native entry has no custom endpoint id")
+            raise DecisionOptionError("a native entry has no custom endpoint id")
         if self.max_input_tokens < 1:
-            raise ValueError("max_input_tokens must be positive")
+            raise DecisionOptionError("max_input_tokens must be positive")
 
     @property
     def is_custom(self) -> bool:
