@@ -437,3 +437,19 @@ def test_edits_deletes_typing_and_threads_arrive_live(
     )
     assert [row["author"] for row in rows] == ["dora"]
     assert browser.find_element(By.ID, "channel-name").text == "follow-ups"
+
+
+def test_a_revealed_spoiler_stays_revealed_while_new_messages_arrive(
+    browser: webdriver.Chrome, emulator: DiscordEmulator, server_thread: ServerThread
+) -> None:
+    channel = channel_of(emulator)
+    open_page(browser, emulator, channel)
+    path = f"/channels/{channel}/messages"
+    server_thread.run(rest(emulator, "POST", path, {"content": "the answer is ||42||"}))
+    spoiler = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".md-spoiler"), what="the spoiler")[0]
+    assert "revealed" not in (spoiler.get_attribute("class") or "")
+    spoiler.click()
+    server_thread.run(rest(emulator, "POST", path, {"content": "another message"}))
+    wait_for(lambda: len(snapshot(browser)) == 2, what="the second message")
+    classes = browser.execute_script("return document.querySelector('.md-spoiler').className")
+    assert "revealed" in classes

@@ -28,7 +28,16 @@
     selected: null,
     typing: new Map(), // channel id -> Map(user id -> {name, until})
     me: loadMe(),
+    nodes: new Map(), // message id -> {message, previous, names, node} of the channel shown
+    names: 0, // bumped whenever a user's name is learned or changes
   };
+
+  function setName(id, name) {
+    if (state.users.get(id) !== name) {
+      state.users.set(id, name);
+      state.names += 1;
+    }
+  }
 
   // -- helpers ------------------------------------------------------------------------
 
@@ -194,9 +203,9 @@
 
   function remember(message) {
     const author = message.author;
-    if (author && author.id && !message.webhook_id) state.users.set(String(author.id), displayName(author));
+    if (author && author.id && !message.webhook_id) setName(String(author.id), displayName(author));
     for (const user of message.mentions || []) {
-      if (!state.users.has(String(user.id))) state.users.set(String(user.id), displayName(user));
+      if (!state.users.has(String(user.id))) setName(String(user.id), displayName(user));
     }
   }
 
@@ -404,16 +413,31 @@
     if (!messages.length) {
       box.append(el("div", "empty", ["No messages in #" + channelName(id) + " yet."]));
     }
+    // A message's node is reused while the message, its predecessor and the known names are
+    // unchanged (so a revealed spoiler stays revealed and a long channel re-renders cheaply).
+    const cache = new Map();
     let previous = null;
     for (const message of messages) {
-      box.append(renderMessage(message, previous));
+      const key = String(message.id);
+      const known = state.nodes.get(key);
+      let node;
+      if (known && known.message === message && known.previous === previous && known.names === state.names) {
+        node = known.node;
+      } else {
+        node = renderMessage(message, previous);
+      }
+      cache.set(key, { message, previous, names: state.names, node });
+      box.append(node);
       previous = message;
     }
+    state.nodes = cache;
     box.dataset.count = String(messages.length);
     if (atBottom || !box.dataset.scrolled) box.scrollTop = box.scrollHeight;
+    box.dataset.scrolled = "1";
   }
 
   async function select(id) {
+    if (state.selected !== id) delete $("messages").dataset.scrolled;
     state.selected = id;
     if (location.hash !== "#" + id) history.replaceState(null, "", "#" + id);
     $("channel-name").textContent = channelName(id);
@@ -452,7 +476,7 @@
     try {
       const guild = await api("GET", EMU + "/guild");
       for (const member of (guild && guild.members) || []) {
-        if (member.user && member.user.id) state.users.set(String(member.user.id), member.nick || displayName(member.user));
+        if (member.user && member.user.id) setName(String(member.user.id), member.nick || displayName(member.user));
       }
     } catch (err) {
       /* names stay user-NNNN */
@@ -511,6 +535,12 @@
       const channel = upsert(message);
       if (kind === "message_create") stopTyping(message);
       const parent = (state.channels.get(channel) || {}).parent_id;
+      if (parent) {
+        // The thread's starter message shows its message count: a new object re-renders it.
+        const siblings = channelMessages(String(parent));
+        const starter = siblings.get(channel);
+        if (starter) siblings.set(channel, { ...starter });
+      }
       if (channel === state.selected || (parent && String(parent) === state.selected)) {
         renderMessages();
         renderTyping();
