@@ -514,7 +514,8 @@
       el("time", null, [new Date().toLocaleTimeString("en", { hour12: false })]),
       el("strong", null, [what]),
       " ",
-      el("span", "rate-route", [String(data.route || data.bucket || "")]),
+      // Line breaks are allowed after each "/" only, so a route never breaks inside a word.
+      el("span", "rate-route", String(data.route || data.bucket || "").split(/(?<=\/)/).flatMap((part) => [part, el("wbr")])),
     ]);
     if (seconds) entry.append(el("span", "rate-wait-time", [(what === "429" ? "retry after " : "resets in ") + seconds]));
     if (data.scope) entry.append(el("span", "rate-scope", [String(data.scope)]));
