@@ -115,7 +115,7 @@ class DiscordEmulator:
         self.counters = EmulatorCounters()
         self.events = EventHub()
         self.store = MessageStore(self.config, self.events, clock)
-        self.guild = Guild(self.config)
+        self.guild = Guild(self.config, self.events, self.store.users)
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
         self.host = "127.0.0.1"

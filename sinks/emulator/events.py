@@ -1,9 +1,10 @@
 """What happens in an emulator, as a stream of events (for the gateway, the page, tests).
 
 The store and the REST dispatcher publish plain events (``message_create``, ``message_update``,
-``message_delete``, ``typing_start``, ``interaction_create``, ``interaction_response``,
-``rate_limit``, ``bucket_exhausted``); the gateway turns them into dispatches and
-``GET /_emulator/events`` streams them as server-sent events. Listeners are called
+``message_delete``, ``typing_start``, ``thread_create``, ``member_add``, ``member_update``,
+``interaction_create``, ``interaction_response``, ``rate_limit``, ``bucket_exhausted``); the
+gateway turns them into dispatches and ``GET /_emulator/events`` streams them as server-sent
+events. Listeners are called
 synchronously and must not block (they put into a queue).
 """
 

@@ -15,6 +15,7 @@ What it does, in the order a client sees it:
   updates are accepted and ignored.
 * Dispatches: MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE (``GUILD_MESSAGES`` /
   ``DIRECT_MESSAGES``), TYPING_START (the typing intents), THREAD_CREATE (``GUILDS``),
+  GUILD_MEMBER_ADD / UPDATE when a user first acts or is renamed (``GUILD_MEMBERS``),
   INTERACTION_CREATE (always), each
   with ``s`` increasing by one per connection. Without the ``MESSAGE_CONTENT`` intent, content,
   embeds, attachments and components are blanked except in DMs, the bot's own messages and
@@ -336,6 +337,9 @@ class Gateway:
             self._dispatch_typing(data)
         elif event.kind == "interaction_create":
             self.dispatch("INTERACTION_CREATE", data["interaction"])
+        elif event.kind in ("member_add", "member_update"):
+            name = "GUILD_MEMBER_ADD" if event.kind == "member_add" else "GUILD_MEMBER_UPDATE"
+            self.dispatch(name, {**data["member"], "guild_id": self.emu.guild.id}, Intent.GUILD_MEMBERS)
         elif event.kind == "thread_create":
             self.dispatch("THREAD_CREATE", {**data["thread"], "newly_created": True}, Intent.GUILDS)
 

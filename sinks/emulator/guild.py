@@ -12,6 +12,7 @@ __all__ = ("EVERYONE_PERMISSIONS", "Guild")
 from typing import Any, Final
 
 from rxcord.sinks.emulator.config import EmulatorConfig
+from rxcord.sinks.emulator.events import EventHub
 from rxcord.sinks.emulator.wire import user_object
 
 EVERYONE_PERMISSIONS: Final = "1071698660929"
@@ -26,10 +27,11 @@ class Guild:
         config: Guild id and name, channels and the bot's identity.
     """
 
-    def __init__(self, config: EmulatorConfig) -> None:
+    def __init__(self, config: EmulatorConfig, hub: EventHub, users: dict[str, dict[str, Any]]) -> None:
         self.config = config
-        self.users: dict[str, dict[str, Any]] = {}
-        """Users who acted through the injection routes, by id."""
+        self.hub = hub
+        self.users = users
+        """Users who acted through the injection routes, by id (shared with the store)."""
         self.threads: dict[str, dict[str, Any]] = {}
         """Threads started in the guild's channels, by id (thread channel objects)."""
 
@@ -106,7 +108,12 @@ class Guild:
     def remember(self, user_id: str, username: str) -> dict[str, Any]:
         """Record (or rename) a user who acts in the emulator; returns their user object."""
         user = user_object(user_id, username)
+        known = self.users.get(user_id)
         self.users[user_id] = user
+        if known is None:
+            self.hub.publish("member_add", {"member": self.member(user)})
+        elif known != user:
+            self.hub.publish("member_update", {"member": self.member(user)})
         return user
 
     def member(self, user: dict[str, Any], *, with_user: bool = True) -> dict[str, Any]:

@@ -20,9 +20,10 @@ None of these is Discord's; they need no token and have no rate limits.
   messages, oldest first, ephemeral ones included (flag 64); ``GET /_emulator/guild`` and
   ``GET /_emulator/commands``: the guild object and the registered commands.
 * ``GET /_emulator/events``: server-sent events, one per emulator event (``message_create``,
-  ``message_update``, ``message_delete``, ``typing_start``, ``interaction_create``,
-  ``interaction_response``, ``rate_limit``, ``bucket_exhausted``), ``data`` a JSON object, ``id``
-  its number; ``Last-Event-ID`` (or ``?since=N``) replays the retained history after N.
+  ``message_update``, ``message_delete``, ``typing_start``, ``thread_create``, ``member_add``,
+  ``member_update``, ``interaction_create``, ``interaction_response``, ``rate_limit``,
+  ``bucket_exhausted``), ``data`` a JSON object, ``id`` its number; ``Last-Event-ID`` (or
+  ``?since=N``) replays the retained history after N.
 """
 
 from __future__ import annotations

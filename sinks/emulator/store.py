@@ -72,6 +72,8 @@ class MessageStore:
         self.order: list[str] = []
         self.channels: dict[str, list[str]] = collections.defaultdict(list)
         self.nonces: dict[tuple[str, str, str], tuple[str, float]] = {}
+        self.users: dict[str, dict[str, Any]] = {}
+        """Known users by id (the guild's members), so mentions carry their real names."""
 
     # -- time ------------------------------------------------------------------
 
@@ -103,6 +105,12 @@ class MessageStore:
     def bot_user(self) -> dict[str, Any]:
         """The bot's user object."""
         return user_object(self.config.bot_id, self.config.bot_username, bot=True)
+
+    def user(self, user_id: str) -> dict[str, Any]:
+        """The user object of ``user_id``: the bot, a known user, or a placeholder named after the id."""
+        if user_id == self.config.bot_id:
+            return self.bot_user()
+        return self.users.get(user_id) or user_object(user_id, f"user-{user_id[-4:]}")
 
     def live(self, channel_id: str, *, ephemeral: bool = False) -> list[Stored]:
         """Undeleted messages of a channel in acceptance order (ephemeral ones only if asked)."""
@@ -149,7 +157,7 @@ class MessageStore:
         user_ids = [
             u for u in unique(_USER_MENTION.findall(content)) if "users" in parse or u in users_allowed
         ]
-        mentions = [user_object(uid, f"user-{uid[-4:]}") for uid in user_ids]
+        mentions = [self.user(uid) for uid in user_ids]
         if replied_author is not None and ping_replied and replied_author["id"] not in user_ids:
             mentions.append(dict(replied_author))
         roles = [r for r in unique(_ROLE_MENTION.findall(content)) if "roles" in parse or r in roles_allowed]

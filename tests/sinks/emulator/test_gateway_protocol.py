@@ -235,3 +235,27 @@ async def test_closing_the_emulator_closes_its_sockets() -> None:
         closed = asyncio.ensure_future(socket.closed_with())
         await emulator.close()
         assert await closed == 1001
+
+
+async def test_a_new_user_joins_as_a_member_and_mentions_carry_names(
+    emulator: DiscordEmulator, connect: Any, session: aiohttp.ClientSession, channel: str
+) -> None:
+    """GUILD_MEMBER_ADD before a user's first message, UPDATE on a rename; mentions use known names."""
+    socket = await connect()
+    await socket.identify(emulator.config.token, GUILD_MESSAGES | CONTENT | (1 << 1))
+    url = f"{emulator.base_url}/_emulator/messages"
+    await post(
+        session, url, {"channel_id": channel, "author_id": USER_ID, "username": "frank", "content": "hi"}
+    )
+    joined, first = await socket.receive(), await socket.receive()
+    assert (joined["t"], first["t"]) == ("GUILD_MEMBER_ADD", "MESSAGE_CREATE")
+    assert joined["d"]["user"]["username"] == "frank" and joined["d"]["guild_id"] == emulator.config.guild_id
+    other = "300000000000000002"
+    body = {"channel_id": channel, "author_id": other, "username": "gina", "content": f"<@{USER_ID}> look"}
+    await post(session, url, body)
+    assert (await socket.receive())["t"] == "GUILD_MEMBER_ADD"
+    mention = await socket.receive()
+    assert [u["username"] for u in mention["d"]["mentions"]] == ["frank"]
+    await post(session, url, {**body, "username": "gina2", "content": "renamed"})
+    renamed = await socket.receive()
+    assert renamed["t"] == "GUILD_MEMBER_UPDATE" and renamed["d"]["user"]["username"] == "gina2"

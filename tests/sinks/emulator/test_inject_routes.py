@@ -167,12 +167,13 @@ async def test_event_stream_replays_after_last_event_id(
 ) -> None:
     for text in ("one", "two", "three"):
         await post(session, f"{emulator.base_url}/_emulator/messages", _user(channel, content=text))
-    first = emulator.events.recent()[0].id
+    first = emulator.events.recent(frozenset({"message_create"}))[0].id
     async with session.get(
         f"{emulator.base_url}/_emulator/events", headers={"Last-Event-ID": str(first)}
     ) as events:
         seen = await _read_events(events, 2)
     assert [data["message"]["content"] for _, data in seen] == ["two", "three"]
+    assert [kind for kind, _ in seen] == ["message_create", "message_create"]
 
 
 async def test_closing_the_emulator_ends_open_event_streams(session: aiohttp.ClientSession) -> None:
