@@ -48,6 +48,7 @@ def route(state: StreamState, item: ProcessedChunk | StopSignal) -> StreamState:
     raw_finish = state.raw_finish_reason
     call = None
     error = state.error
+    request_id = state.request_id
     delta = ""
     if kind is ChunkType.TEXT:
         if status is StreamStatus.STREAMING:
@@ -68,6 +69,7 @@ def route(state: StreamState, item: ProcessedChunk | StopSignal) -> StreamState:
         if reported is not None and finish not in (FinishReason.TOOL_CALLS, FinishReason.ERROR):
             finish = FinishReason(reported)
         raw_finish = meta.get("raw_finish_reason", raw_finish)
+        request_id = meta.get("request_id", request_id)
     return StreamState(
         status=status,
         index=state.index + 1,
@@ -80,6 +82,7 @@ def route(state: StreamState, item: ProcessedChunk | StopSignal) -> StreamState:
         raw_finish_reason=raw_finish,
         usage=item.usage if item.usage is not None else state.usage,
         serving_provider=state.serving_provider or item.serving_provider or None,
+        request_id=request_id,
     )
 
 
@@ -93,6 +96,7 @@ def _with(state: StreamState, *, status: StreamStatus, stop: StopSignal) -> Stre
         raw_finish_reason=state.raw_finish_reason,
         usage=state.usage,
         serving_provider=state.serving_provider,
+        request_id=state.request_id,
     )
 
 

@@ -133,6 +133,7 @@ class ResultBuilder:
             raw_finish_reason=state.raw_finish_reason,
             messages=tuple(self.messages),
             chunk_count=state.index,
+            request_id=state.request_id,
         )
 
     def _finish(self, state: StreamState) -> FinishReason | None:

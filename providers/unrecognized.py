@@ -10,11 +10,16 @@ which shape was expected and, when the events name one, which shape arrived.
 
 Any recognised chunk (text, reasoning, a call, usage, a finish, an error) disarms it for the
 rest of the stream, so a legitimately empty reply (a finish with no text) is untouched.
+
+The same wrapper notes the provider's identity of the response (``chatcmpl-...``,
+OpenRouter's ``gen-...``, Anthropic's ``msg_...``, Gemini's ``responseId``: bounded to 128
+identifier characters) and puts it on every ``done`` chunk's metadata as ``request_id``, so
+usage reports carry it (``rxcord.providers.usage.UsageReport``).
 """
 
 from __future__ import annotations
 
-__all__ = ("UNRECOGNIZED_CODE", "RecognitionCheck", "unrecognized_error")
+__all__ = ("UNRECOGNIZED_CODE", "RecognitionCheck", "response_id", "unrecognized_error")
 
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +27,14 @@ from typing import Final
 
 import attrs
 from loguru import logger
-from rxcord.core.types import ChunkNormalizer, ErrorType, ProcessedChunk, ProviderError, RawStreamChunk
+from rxcord.core.types import (
+    ChunkNormalizer,
+    ChunkType,
+    ErrorType,
+    ProcessedChunk,
+    ProviderError,
+    RawStreamChunk,
+)
 
 _log = logger.bind(stage="03-normalize")
 
@@ -30,6 +42,25 @@ UNRECOGNIZED_CODE: Final = "unrecognized_response"
 """``ProviderError.code`` of a stream in which nothing was recognised."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
+
+
+def response_id(data: object) -> str | None:
+    """The provider's id of the response in one decoded event, if it carries one."""
+    if isinstance(data, list) and data:
+        data = data[0]
+    if not isinstance(data, Mapping):
+        return None
+    message = data.get("message")
+    candidates = (
+        data.get("responseId"),
+        message.get("id") if isinstance(message, Mapping) else None,
+        data.get("id"),
+    )
+    for value in candidates:
+        if isinstance(value, str) and _REQUEST_ID.fullmatch(value):
+            return value
+    return None
 
 
 def _shape_hint(data: object) -> str | None:
@@ -80,10 +111,13 @@ class RecognitionCheck:
     _recognised: bool = attrs.field(default=False, init=False)
     _events: int = attrs.field(default=0, init=False)
     _hint: str | None = attrs.field(default=None, init=False)
+    _id: str | None = attrs.field(default=None, init=False)
 
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
-        """Normalize *raw*; remember whether anything was recognised."""
+        """Normalize *raw*; remember whether anything was recognised, and the response's id."""
         out = self.inner.feed(raw)
+        if self._id is None:
+            self._id = response_id(raw.data)
         if not self._recognised:
             if out:
                 self._recognised = True
@@ -91,13 +125,24 @@ class RecognitionCheck:
                 self._events += 1
                 if self._hint is None:
                     self._hint = _shape_hint(raw.data)
-        return out
+        return self._tagged(out) if out and self._id is not None else out
 
     def finish(self) -> Sequence[ProcessedChunk]:
         """The stream ended: the inner normalizer's last chunks, or the error when nothing was recognised."""
         out = self.inner.finish()
         if out or self._recognised:
-            return out
+            return self._tagged(out) if out and self._id is not None else out
         error = unrecognized_error(self.provider, self.expected, self._events, self._hint)
         _log.warning("{message}", message=error.message)
         return [ProcessedChunk.fail(error)]
+
+    def _tagged(self, chunks: Sequence[ProcessedChunk]) -> Sequence[ProcessedChunk]:
+        """*chunks* with the response id on each ``done`` chunk's metadata (``request_id``)."""
+        if not any(chunk.type is ChunkType.DONE for chunk in chunks):
+            return chunks
+        return [
+            attrs.evolve(chunk, metadata={**chunk.metadata, "request_id": self._id})
+            if chunk.type is ChunkType.DONE and "request_id" not in chunk.metadata
+            else chunk
+            for chunk in chunks
+        ]

@@ -25,22 +25,30 @@ response; a callback that raises is logged and never fails inference.
 from __future__ import annotations
 
 __all__ = (
+    "TurnUsageSample",
+    "UsageReport",
     "clamp_usage",
     "from_anthropic",
     "from_gemini",
     "from_openai",
+    "record_turn_usage",
+    "register_turn_usage_hook",
     "report_usage",
     "sum_turn_usage",
+    "turn_usage_sample",
     "usage_callback",
+    "usage_reporter",
     "with_usage_callback",
+    "with_usage_reporter",
 )
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal
 
+import attrs
 from loguru import logger
 from rxcord.core.types import Usage
 
@@ -231,16 +239,159 @@ def with_usage_callback(callback: Callable[[Usage], None] | None) -> Iterator[No
         usage_callback.reset(token)
 
 
-def report_usage(usage: Usage | None) -> None:
-    """Send *usage* to the bound recorder, if any (call once per completed provider response).
+@attrs.frozen(kw_only=True)
+class UsageReport:
+    """One completed provider response's usage, with the identity of the request it answered."""
 
-    Does nothing without a recorder or without usage. A recorder that raises is
-    logged and ignored: reporting never fails inference.
-    """
-    callback = usage_callback.get()
-    if callback is None or usage is None:
-        return
+    usage: Usage
+    provider: str = ""
+    model: str = ""
+    request_id: str | None = None
+    """The provider's id of the response (``chatcmpl-...``, ``gen-...``, ``msg_...``, ``responseId``)."""
+
+
+usage_reporter: ContextVar[Callable[[UsageReport], None] | None] = ContextVar(
+    "rxcord_usage_reporter", default=None
+)
+"""The full-report recorder of the current request (usage plus provider, model and request id)."""
+
+
+@contextmanager
+def with_usage_reporter(reporter: Callable[[UsageReport], None] | None) -> Iterator[None]:
+    """Bind *reporter* to receive a ``UsageReport`` per completed response (``contextvars`` semantics)."""
+    token = usage_reporter.set(reporter)
     try:
-        callback(usage)
-    except Exception as exc:
-        _log.opt(exception=exc).warning("usage recorder failed; inference continues")
+        yield
+    finally:
+        usage_reporter.reset(token)
+
+
+def report_usage(
+    usage: Usage | None, *, provider: str = "", model: str = "", request_id: str | None = None
+) -> None:
+    """Send *usage* to the bound recorders, if any (call once per completed provider response).
+
+    The usage callback gets the ``Usage``; the usage reporter gets a ``UsageReport`` that
+    also carries the provider, the model and the provider's request identity. Does nothing
+    without a recorder or without usage. A recorder that raises is logged and ignored:
+    reporting never fails inference.
+    """
+    if usage is None:
+        return
+    callback = usage_callback.get()
+    if callback is not None:
+        try:
+            callback(usage)
+        except Exception as exc:
+            _log.opt(exception=exc).warning("usage recorder failed; inference continues")
+    reporter = usage_reporter.get()
+    if reporter is not None:
+        try:
+            reporter(UsageReport(usage=usage, provider=provider, model=model, request_id=request_id))
+        except Exception as exc:
+            _log.opt(exception=exc).warning("usage reporter failed; inference continues")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The per-turn usage sample (the overview's recordUsageStats)
+
+Measurement = Literal["measured", "estimated"]
+
+_CHARS_PER_TOKEN = 4
+"""The estimate for a response that reported no usage: about four characters per token."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnUsageSample:
+    """The ``turn_usage`` sample: one per turn, to the log and to the registered metrics hooks.
+
+    It carries no conversation or account identifiers (no channel, guild, user or key).
+    """
+
+    provider: str
+    model: str
+    measurement: Measurement
+    """``estimated`` when any response of the turn had no native usage (its tokens are estimated)."""
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None
+    """``None``: unknown (some response did not report it)."""
+    cache_write_tokens: int | None
+    cost: float | None
+    """The reported cost summed over the turn's requests; ``None`` unless every request reported one."""
+    requests: int
+    """Provider responses in the turn."""
+
+
+def _estimate(output_text: str) -> Usage:
+    return Usage(output_tokens=math.ceil(len(output_text) / _CHARS_PER_TOKEN))
+
+
+def turn_usage_sample(
+    provider: str, model: str, responses: Sequence[tuple[Usage | None, str]]
+) -> TurnUsageSample | None:
+    """The sample for a turn whose responses reported *responses* (``(usage or None, output text)``).
+
+    A response without usage is estimated from its output text (input unknown: counted 0),
+    and the sample is then labelled ``estimated``. ``None`` for a turn with no response.
+    """
+    if not responses:
+        return None
+    estimated = any(usage is None for usage, _ in responses)
+    total = sum_turn_usage(usage if usage is not None else _estimate(text) for usage, text in responses)
+    assert total is not None
+    return TurnUsageSample(
+        provider=provider,
+        model=model,
+        measurement="estimated" if estimated else "measured",
+        input_tokens=total.input_tokens,
+        output_tokens=total.output_tokens,
+        cache_read_tokens=total.cache_read_tokens,
+        cache_write_tokens=total.cache_write_tokens,
+        cost=total.cost,
+        requests=len(responses),
+    )
+
+
+_turn_hooks: list[tuple[object, Callable[[TurnUsageSample], None]]] = []
+
+
+def register_turn_usage_hook(hook: Callable[[TurnUsageSample], None]) -> Callable[[], None]:
+    """Register a metrics hook for ``turn_usage`` samples; the disposer unregisters it.
+
+    Every registered hook receives every sample. The disposer removes this registration
+    only, and is idempotent: safe in any order.
+    """
+    token = object()
+    _turn_hooks.append((token, hook))
+
+    def dispose() -> None:
+        for index, (entry, _) in enumerate(_turn_hooks):
+            if entry is token:
+                del _turn_hooks[index]
+                return
+
+    return dispose
+
+
+def record_turn_usage(sample: TurnUsageSample | None) -> None:
+    """Emit *sample*: one ``turn_usage`` log line and a call to each registered hook.
+
+    A hook that raises is logged and ignored (metrics never fail a turn).
+    """
+    if sample is None:
+        return
+    _log.bind(metric="turn_usage", **attrs.asdict(sample)).info(
+        "turn_usage {provider}/{model}: {measurement}, {input} in, {output} out, cost {cost}",
+        provider=sample.provider,
+        model=sample.model,
+        measurement=sample.measurement,
+        input=sample.input_tokens,
+        output=sample.output_tokens,
+        cost=sample.cost,
+    )
+    for _, hook in tuple(_turn_hooks):
+        try:
+            hook(sample)
+        except Exception as exc:
+            _log.opt(exception=exc).warning("turn_usage hook failed; the turn goes on")

@@ -10,10 +10,11 @@ callback registered, nothing here does any work.
 
 from __future__ import annotations
 
-__all__ = ("abandon", "begin_hold", "denied_result", "settle")
+__all__ = ("abandon", "begin_hold", "denied_result", "model_of", "settle")
 
+import re
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from rxcord.core.state import StreamResult
 from rxcord.core.types import ErrorType, FinishReason, ProviderError, StreamStatus
@@ -23,6 +24,7 @@ from rxcord.providers.usage import report_usage
 
 _KEY_HEADERS = ("x-api-key", "x-goog-api-key")
 _SUCCESS = (StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL)
+_MODEL_PATH = re.compile(r"/models/([^/:]+)")
 
 
 def _api_key(headers: Mapping[str, str]) -> str | None:
@@ -33,6 +35,15 @@ def _api_key(headers: Mapping[str, str]) -> str | None:
         if lowered in _KEY_HEADERS:
             return value
     return None
+
+
+def model_of(request: HttpRequest) -> str:
+    """The model *request* asks for: the body's ``model``, or Gemini's ``/models/{model}:`` path."""
+    model = request.body.get("model")
+    if isinstance(model, str):
+        return model
+    found = _MODEL_PATH.search(urlsplit(request.url).path)
+    return unquote(found.group(1)) if found else ""
 
 
 def begin_hold(provider: str, request: HttpRequest) -> Hold | None:
@@ -57,7 +68,9 @@ def denied_result(denial: ProviderRequestDeniedError) -> StreamResult:
     return StreamResult(status=StreamStatus.ERROR, error=error, finish_reason=FinishReason.ERROR)
 
 
-def settle(hold: Hold | None, result: StreamResult, *, sent: bool = True) -> None:
+def settle(
+    hold: Hold | None, result: StreamResult, *, sent: bool = True, provider: str = "", model: str = ""
+) -> None:
     """Report usage once and settle the hold according to how the stream ended.
 
     A reported cost is reported (and survives the release); an HTTP error, or a
@@ -66,7 +79,7 @@ def settle(hold: Hold | None, result: StreamResult, *, sent: bool = True) -> Non
     """
     usage = result.usage
     if usage is not None:
-        report_usage(usage)
+        report_usage(usage, provider=provider, model=model, request_id=result.request_id)
     if hold is None:
         return
     if usage is not None and usage.cost is not None:

@@ -13,8 +13,11 @@ replay fields) to the context and streams again, up to ``max_rounds``
   so a user sees one clear notice for the turn, not one per attempt.
 
 Usage is reported once per completed response through the request-bound
-usage callback (``rxcord.providers.usage.with_usage_callback``), and summed for
-the turn with ``rxcord.providers.usage.sum_turn_usage``.
+usage callback (``rxcord.providers.usage.with_usage_callback``; the usage reporter
+``with_usage_reporter`` also gets the provider, the model and the request id), and
+summed for the turn with ``rxcord.providers.usage.sum_turn_usage``. Each turn emits one
+``turn_usage`` sample (``rxcord.providers.usage.TurnUsageSample``) to the log and to the
+metrics hooks registered with ``register_turn_usage_hook``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from rxcord.operators.mentions import MentionResolver
 from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.hooks import current_usage_context, find_denial
 from rxcord.providers.transport import TransportConfig
-from rxcord.providers.usage import sum_turn_usage
+from rxcord.providers.usage import TurnUsageSample, record_turn_usage, sum_turn_usage, turn_usage_sample
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
 
@@ -174,9 +177,10 @@ async def run_turn(
             break
         messages.extend(await _tool_messages(result, tool_handler))
     assert result is not None
+    last = next((c for c in candidates if c.label == attempts[-1].label), candidates[-1])
+    record_turn_usage(_turn_sample(last, results))
     notice = False
     if result.status is StreamStatus.ERROR and result.error is not None and not cfg.suppress_user_errors:
-        last = next((c for c in candidates if c.label == attempts[-1].label), candidates[-1])
         notice = await _post_notice(result.error, env, last.adapter.describe_error)
     return TurnResult(
         result=result,
@@ -185,6 +189,22 @@ async def run_turn(
         usage=sum_turn_usage(r.usage for r in results),
         notice_sent=notice,
     )
+
+
+def _turn_sample(candidate: Candidate, results: Sequence[StreamResult]) -> TurnUsageSample | None:
+    """The turn's ``turn_usage`` sample: the responses that produced usage or output."""
+    responses = [
+        (r.usage, _output_text(r))
+        for r in results
+        if r.usage is not None or r.visible_text or r.reasoning or r.function_calls
+    ]
+    return turn_usage_sample(candidate.adapter.name, candidate.model, responses)
+
+
+def _output_text(result: StreamResult) -> str:
+    """What the model generated (the estimate's basis when the response reported no usage)."""
+    calls = "".join(call.name + json.dumps(dict(call.args)) for call in result.function_calls)
+    return result.visible_text + (result.reasoning or "") + calls
 
 
 @attrs.frozen(kw_only=True)

@@ -54,6 +54,8 @@ class StreamState:
     """The latest usage report (streams that repeat usage are taken at their last report)."""
     serving_provider: str | None = None
     """First non-empty serving backend."""
+    request_id: str | None = None
+    """The provider's id of the response (from a ``done`` chunk's ``request_id`` metadata)."""
 
     @property
     def ended(self) -> bool:
@@ -137,6 +139,8 @@ class StreamResult:
     """Discord messages sent, in order."""
     chunk_count: int = 0
     """Processed chunks routed."""
+    request_id: str | None = None
+    """The provider's identity of the response (``chatcmpl-...``, ``gen-...``, ``msg_...``), when sent."""
 
 
 @attrs.frozen

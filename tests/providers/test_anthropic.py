@@ -58,6 +58,11 @@ def _run(raws: Iterable[RawStreamChunk]) -> list[ProcessedChunk]:
     return out
 
 
+def _meta(chunk: ProcessedChunk) -> dict[str, object]:
+    """A ``done`` chunk's metadata without the response id (``request_id``, tested on its own)."""
+    return {key: value for key, value in chunk.metadata.items() if key != "request_id"}
+
+
 def _text(chunks: Sequence[ProcessedChunk]) -> str:
     return "".join(c.content for c in chunks if c.type is ChunkType.TEXT)
 
@@ -118,7 +123,7 @@ def test_plain_text_stream() -> None:
         == "Paris is the capital of France. It sits on the Seine and has about 2.1 million inhabitants."
     )
     assert _types(chunks) == [ChunkType.TEXT] * 3 + [ChunkType.DONE]
-    assert chunks[-1].metadata == {"finish_reason": FinishReason.STOP, "raw_finish_reason": "end_turn"}
+    assert _meta(chunks[-1]) == {"finish_reason": FinishReason.STOP, "raw_finish_reason": "end_turn"}
     assert chunks[-1].usage == Usage(
         input_tokens=21, output_tokens=24, cache_read_tokens=0, cache_write_tokens=0
     )
@@ -145,7 +150,7 @@ def test_tool_use_input_split_across_many_deltas() -> None:
     chunks = _run(_sse("tool_use.sse"))
     assert _types(chunks) == [ChunkType.TEXT, ChunkType.DONE, ChunkType.FUNCTION_CALL]
     assert chunks[0].content == "Okay, let's check the weather for San Francisco, CA:"
-    assert chunks[1].metadata == {"finish_reason": FinishReason.TOOL_CALLS, "raw_finish_reason": "tool_use"}
+    assert _meta(chunks[1]) == {"finish_reason": FinishReason.TOOL_CALLS, "raw_finish_reason": "tool_use"}
     assert chunks[1].usage is not None and chunks[1].usage.output_tokens == 89
     assert chunks[2].function_call == FunctionCall(
         name="get_weather",
@@ -184,7 +189,7 @@ def test_refusal_is_content_blocked() -> None:
 def test_max_tokens_is_length() -> None:
     """stop_reason max_tokens maps to the length finish reason."""
     chunks = _run(_sse("max_tokens.sse"))
-    assert chunks[-1].metadata == {"finish_reason": FinishReason.LENGTH, "raw_finish_reason": "max_tokens"}
+    assert _meta(chunks[-1]) == {"finish_reason": FinishReason.LENGTH, "raw_finish_reason": "max_tokens"}
 
 
 def test_redacted_thinking_then_thinking_then_tool_use() -> None:

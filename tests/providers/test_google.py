@@ -53,6 +53,11 @@ def _run(raws: Iterable[RawStreamChunk]) -> list[ProcessedChunk]:
     return out
 
 
+def _meta(chunk: ProcessedChunk) -> dict[str, object]:
+    """A ``done`` chunk's metadata without the response id (``request_id``, tested on its own)."""
+    return {key: value for key, value in chunk.metadata.items() if key != "request_id"}
+
+
 def _text(chunks: Sequence[ProcessedChunk]) -> str:
     return "".join(c.content for c in chunks if c.type is ChunkType.TEXT)
 
@@ -93,7 +98,7 @@ def test_plain_text_stream() -> None:
     )
     assert _types(chunks) == [ChunkType.TEXT] * 3 + [ChunkType.DONE]
     done = chunks[-1]
-    assert done.metadata == {"finish_reason": FinishReason.STOP, "raw_finish_reason": "STOP"}
+    assert _meta(done) == {"finish_reason": FinishReason.STOP, "raw_finish_reason": "STOP"}
     assert done.usage == Usage(input_tokens=9, output_tokens=24)
 
 
@@ -170,7 +175,7 @@ def test_safety_finish_is_content_blocked() -> None:
     """A SAFETY finish yields done(content_filter), then a content_blocked error naming the category."""
     chunks = _run(_sse("safety_block.sse"))
     assert _types(chunks) == [ChunkType.TEXT, ChunkType.DONE, ChunkType.ERROR]
-    assert chunks[1].metadata == {
+    assert _meta(chunks[1]) == {
         "finish_reason": FinishReason.CONTENT_FILTER,
         "raw_finish_reason": "SAFETY",
     }
@@ -223,7 +228,7 @@ def test_malformed_function_call_is_an_error() -> None:
 def test_max_tokens_is_length() -> None:
     """MAX_TOKENS maps to the length finish reason."""
     chunks = _run([_event([{"text": "cut"}], "MAX_TOKENS")])
-    assert chunks[-1].metadata == {"finish_reason": FinishReason.LENGTH, "raw_finish_reason": "MAX_TOKENS"}
+    assert _meta(chunks[-1]) == {"finish_reason": FinishReason.LENGTH, "raw_finish_reason": "MAX_TOKENS"}
 
 
 @pytest.mark.parametrize(
