@@ -23,6 +23,7 @@ from __future__ import annotations
 __all__ = ("ADAPTERS", "RxcordBot", "Secrets", "Turn", "permitted", "resolve_secrets")
 
 import asyncio
+import collections
 import contextlib
 import datetime as dt
 import os
@@ -206,6 +207,9 @@ class RxcordBot:
         )
         self.registry = StopRegistry()
         self.turns: dict[str, Turn] = {}
+        """The running turn of each channel."""
+        self.finished: collections.deque[Turn] = collections.deque(maxlen=100)
+        """The latest turns that ended, oldest first (their ``result``: ``None`` if cancelled early)."""
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self._session: aiohttp.ClientSession | None = None
         self._limiter = RateLimiter()
@@ -412,6 +416,7 @@ class RxcordBot:
             )
             return None
         finally:
+            self.finished.append(turn)
             if self.turns.get(turn.channel_id) is turn:
                 del self.turns[turn.channel_id]
 

@@ -1,0 +1,175 @@
+"""The real bot (discord.py) against the emulator's gateway and REST API, a fake provider on 127.0.0.1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rxcord import StreamStatus
+from rxcord.bot.app import RxcordBot
+
+from tests.bot.conftest import BOB, GENERAL, TESTING, World, eventually, idle
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["aggregated", "live", "edit"])
+async def test_a_mention_gets_a_streamed_reply(world: World, mode: str) -> None:
+    bot = await world.bot(world.config(mode=mode))
+    assert bot.client.user is not None
+    asked = await world.say(GENERAL, f"<@{bot.client.user.id}> hello words=30")
+    await eventually(lambda: bool(world.provider.requests), what="the provider request")
+    await idle(bot)
+    text = world.bot_text(GENERAL)
+    assert text == "Answer to hello words=30: " + " ".join(f"w{i}" for i in range(30))
+    first = world.bot_messages(GENERAL)[0]
+    assert first["message_reference"]["message_id"] == asked["id"]
+
+
+def _me(bot: RxcordBot) -> str:
+    assert bot.client.user is not None
+    return f"<@{bot.client.user.id}>"
+
+
+def _status(bot: RxcordBot, index: int) -> StreamStatus:
+    result = bot.finished[index].result
+    assert result is not None
+    return result.result.status
+
+
+@pytest.mark.timeout(120)
+async def test_a_follow_up_interrupts_and_the_second_answer_arrives(world: World) -> None:
+    bot = await world.bot(world.config(mode="live"))
+    await world.say(GENERAL, f"{_me(bot)} slow please")
+    await eventually(lambda: world.provider.written.get(0, 0) >= 5, what="the first answer to stream")
+    await world.say(GENERAL, "actually, words=4")  # same user, same channel, no mention needed
+    await eventually(lambda: len(bot.finished) == 2, what="both turns to end")
+    assert _status(bot, 0) is StreamStatus.FOLLOW_UP_INTERRUPT
+    assert _status(bot, 1) is StreamStatus.COMPLETED
+    await eventually(
+        lambda: 0 in world.provider.closed_early, what="the provider to see the request cancelled"
+    )
+    assert world.provider.last_user_text(1) == "alice: actually, words=4"
+    assert world.bot_messages(GENERAL)[-1]["content"] == "Answer to actually, words=4: w0 w1 w2 w3"
+
+
+@pytest.mark.timeout(120)
+async def test_stop_flushes_what_was_written(world: World) -> None:
+    bot = await world.bot(world.config(mode="edit"))
+    await world.say(GENERAL, f"{_me(bot)} stall think")
+    # The preview shows the text routed so far; the provider then stalls.
+    await eventually(lambda: "w10" in world.bot_text(GENERAL), what="the preview to reach w10")
+    answer = await world.command(GENERAL, "stop")
+    await idle(bot)
+    assert _status(bot, 0) is StreamStatus.STOPPED_BY_USER
+    assert answer["response"]["flags"] & 64  # ephemeral
+    result = bot.finished[0].result
+    assert result is not None
+    shown = world.bot_text(GENERAL)
+    assert shown == result.result.accumulated_text.strip()  # the flush is the final edit
+    assert shown.startswith("Answer to stall think: " + " ".join(f"w{i}" for i in range(11)))
+    assert "secret reasoning" not in shown and result.result.reasoning
+    await eventually(
+        lambda: 0 in world.provider.closed_early, what="the provider to see the request cancelled"
+    )
+
+
+@pytest.mark.timeout(120)
+async def test_kill_aborts_without_a_flush(world: World) -> None:
+    bot = await world.bot(world.config(mode="aggregated"))
+    await world.say(GENERAL, f"{_me(bot)} slow")
+    await eventually(lambda: world.provider.written.get(0, 0) >= 10, what="the answer to stream")
+    answer = await world.command(GENERAL, "kill")
+    await idle(bot)
+    assert _status(bot, 0) is StreamStatus.KILLED
+    assert answer["response"]["flags"] & 64
+    assert world.bot_messages(GENERAL) == []
+    await eventually(
+        lambda: 0 in world.provider.closed_early, what="the provider to see the request cancelled"
+    )
+
+
+@pytest.mark.timeout(120)
+async def test_two_channels_stream_at_once_without_crossing(world: World) -> None:
+    world.provider.pace = 0.01
+    bot = await world.bot(world.config(mode="live"))
+    await world.say(GENERAL, f"{_me(bot)} general words=60")
+    await world.say(TESTING, f"{_me(bot)} testing words=50", author=BOB, name="bob")
+    await eventually(lambda: len(bot.finished) == 2, what="both answers")
+    assert world.provider.max_active == 2
+    assert world.bot_text(GENERAL).replace("\n", " ") == "Answer to general words=60: " + " ".join(
+        f"w{i}" for i in range(60)
+    )
+    assert world.bot_text(TESTING).replace("\n", " ") == "Answer to testing words=50: " + " ".join(
+        f"w{i}" for i in range(50)
+    )
+
+
+@pytest.mark.timeout(120)
+async def test_a_reply_chain_of_five_reaches_the_provider_in_order(world: World) -> None:
+    bot = await world.bot(world.config(mode="aggregated"))
+    first = await world.say(GENERAL, f"{_me(bot)} first words=1")
+    await eventually(lambda: len(world.bot_messages(GENERAL)) == 1, what="answer 1")
+    answer1 = world.bot_messages(GENERAL)[0]
+    second = await world.say(GENERAL, "second words=2", author=BOB, name="bob", reply_to=answer1["id"])
+    await eventually(lambda: len(world.bot_messages(GENERAL)) == 2, what="answer 2")
+    answer2 = world.bot_messages(GENERAL)[1]
+    await world.say(GENERAL, f"{_me(bot)} third words=3", reply_to=answer2["id"])
+    await eventually(lambda: len(world.provider.requests) == 3, what="the third request")
+    await idle(bot)
+    messages = world.provider.requests[2]["messages"]
+    chat = [
+        (m["role"], m["content"] if isinstance(m["content"], str) else m["content"][0]["text"])
+        for m in messages
+    ]
+    assert chat[0][0] == "system" and "alice" in chat[0][1] and "bob" in chat[0][1]
+    assert chat[1:] == [
+        ("user", "alice: first words=1"),
+        ("assistant", answer1["content"]),
+        ("user", "bob: second words=2"),
+        ("assistant", answer2["content"]),
+        ("user", "alice: third words=3"),
+    ]
+    assert first["id"] != second["id"]
+
+
+@pytest.mark.timeout(120)
+async def test_a_blocked_user_gets_no_answer(world: World) -> None:
+    config = world.config(f'[permissions]\nblocked_users = ["{BOB}"]\n', mode="aggregated")
+    bot = await world.bot(config)
+    await world.say(GENERAL, f"{_me(bot)} from bob words=2", author=BOB, name="bob")
+    await world.say(GENERAL, f"{_me(bot)} from alice words=2")  # dispatched after bob's
+    await eventually(lambda: len(world.bot_messages(GENERAL)) == 1, what="alice's answer")
+    await idle(bot)
+    assert [world.provider.last_user_text(i) for i in range(len(world.provider.requests))] == [
+        "alice: from alice words=2"
+    ]
+
+
+@pytest.mark.timeout(120)
+async def test_shutdown_stops_running_answers_with_a_flush(world: World) -> None:
+    bot = await world.bot(world.config(mode="edit"))
+    await world.say(GENERAL, f"{_me(bot)} stall")
+    await eventually(lambda: "w10" in world.bot_text(GENERAL), what="the preview to reach w10")
+    await bot.close()
+    assert _status(bot, 0) is StreamStatus.STOPPED_BY_USER
+    result = bot.finished[0].result
+    assert result is not None
+    assert world.bot_text(GENERAL) == result.result.accumulated_text.strip()
+    assert world.bot_text(GENERAL).startswith("Answer to stall: w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 w10")
+    assert bot.client.is_closed()
+
+
+def test_a_config_error_exits_2_with_its_message(tmp_path: Path) -> None:
+    bad = tmp_path / "bot.toml"
+    bad.write_text('[provider]\nname = "openai"\nmodel = "gpt-4o"\ntempreature = 0.5\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "rxcord", "bot", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == f"rxcord bot: {bad}:4: provider.tempreature: unknown key"
