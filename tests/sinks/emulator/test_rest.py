@@ -1,4 +1,4 @@
-"""The Discord REST emulator answers like Discord: validation, codes, rate-limit headers, webhooks."""
+"""The emulator's REST API answers like Discord: validation, codes, rate-limit headers, webhooks."""
 
 from __future__ import annotations
 
