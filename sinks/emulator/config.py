@@ -182,5 +182,6 @@ class EmulatorCounters:
     """401, 403 and non-shared 429 responses (what Discord's ban counts)."""
     ignored_webhook_references: int = 0
     gateway: collections.Counter[str] = attrs.Factory(collections.Counter)
-    """Gateway traffic: ``connect``, ``identify``, ``resume``, ``heartbeat``, ``close:<code>`` and
-    each dispatched event name."""
+    """Gateway traffic: ``connect``, ``identify``, ``resume``, ``heartbeat``, ``close:<code>`` (the
+    emulator closed for a protocol error), ``closed:<code>`` (every ended connection) and each
+    dispatched event name (one per session it reached)."""
