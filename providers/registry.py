@@ -1,7 +1,8 @@
 """A plain provider registry: name -> adapter factory.
 
-``register`` returns a disposer that restores what was there before, so a
-bot (or a test) can add or override a provider for a while and undo it.
+``register`` returns a disposer that removes that registration (idempotent, in
+any order), so a bot (or a test) can add or override a provider for a while and
+undo it without disturbing a later override.
 """
 
 from __future__ import annotations
@@ -23,30 +24,38 @@ PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "cu
 
 @attrs.define
 class ProviderRegistry:
-    """Adapter factories by provider name."""
+    """Adapter factories by provider name (per name, the newest live registration is in force)."""
 
-    _factories: dict[str, AdapterFactory] = attrs.field(factory=dict)
+    _factories: dict[str, list[tuple[object, AdapterFactory]]] = attrs.field(factory=dict)
 
     def register(self, name: str, factory: AdapterFactory) -> Callable[[], None]:
-        """Register *factory* under *name*; the returned disposer restores the previous one."""
-        previous = self._factories.get(name)
-        self._factories[name] = factory
+        """Register *factory* under *name*; the returned disposer unregisters it.
+
+        The disposer is idempotent and safe in any order: it removes this registration
+        only, so disposing an older registration never removes a newer one, and what is
+        in force is always the newest registration still alive.
+        """
+        token = object()
+        self._factories.setdefault(name, []).append((token, factory))
 
         def dispose() -> None:
-            if previous is None:
+            entries = self._factories.get(name, [])
+            for index, (entry, _) in enumerate(entries):
+                if entry is token:
+                    del entries[index]
+                    break
+            if not entries:
                 self._factories.pop(name, None)
-            else:
-                self._factories[name] = previous
 
         return dispose
 
     def create(self, name: str, **options: Any) -> ProviderAdapter:
         """A new adapter for *name*; raises ``InputError`` for an unknown provider."""
-        factory = self._factories.get(name)
-        if factory is None:
+        entries = self._factories.get(name)
+        if not entries:
             known = ", ".join(sorted(self._factories))
             raise InputError(f"unknown provider {name!r} (known: {known})")
-        return factory(**options)
+        return entries[-1][1](**options)
 
     def names(self) -> tuple[str, ...]:
         """Registered provider names."""

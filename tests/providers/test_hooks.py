@@ -73,3 +73,22 @@ def test_any_disposal_order_leaves_the_newest_live_registration(order: tuple[int
         for dispose in disposers:
             dispose()
     assert not request_hook_registered()
+
+
+def test_provider_registry_disposers_in_any_order() -> None:
+    """Overriding a provider twice and undoing the first override keeps the second in force."""
+    from rxcord.core.errors import InputError
+    from rxcord.providers.openai import OpenAIAdapter
+    from rxcord.providers.openrouter import OpenRouterAdapter
+    from rxcord.providers.registry import ProviderRegistry
+
+    registry = ProviderRegistry()
+    dispose_base = registry.register("p", OpenAIAdapter)
+    dispose_override = registry.register("p", OpenRouterAdapter)
+    dispose_base()
+    dispose_base()
+    assert isinstance(registry.create("p"), OpenRouterAdapter)
+    dispose_override()
+    assert registry.names() == ()
+    with pytest.raises(InputError):
+        registry.create("p")
