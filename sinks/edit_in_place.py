@@ -26,11 +26,11 @@ leaves the last preview as it was shown and sends nothing more.
 
 from __future__ import annotations
 
-__all__ = ("EditInPlaceDelivery", "EditingSink", "Preview", "edit_flush", "edit_previews", "editing_sink")
+__all__ = ("EditInPlaceDelivery", "Preview", "edit_flush", "edit_previews", "editing_sink")
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import attrs
 import reactivex
@@ -54,35 +54,21 @@ from rxcord.operators.clean import SegmentCleaner
 from rxcord.operators.flush import Flusher, flush
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
-from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.base import DiscordSink, EditableSink
 from rxcord.sinks.delivery import DiscordDelivery
 
 _log = logger.bind(stage="07-edit")
 
 
-class EditingSink(DiscordSink, Protocol):
-    """A ``DiscordSink`` that can also edit and delete the messages it sent."""
-
-    async def edit_message(
-        self, context: StreamContext, message_id: str, payload: Mapping[str, Any]
-    ) -> SentMessage:
-        """Replace the content of message *message_id* (sent into *context*)."""
-        ...
-
-    async def delete_message(self, context: StreamContext, message_id: str) -> None:
-        """Delete message *message_id* (sent into *context*)."""
-        ...
-
-
-def editing_sink(sink: DiscordSink) -> EditingSink:
-    """*sink* as an ``EditingSink``, or ``InputError`` when it cannot edit messages."""
+def editing_sink(sink: DiscordSink) -> EditableSink:
+    """*sink* as an ``EditableSink``, or ``InputError`` when it cannot edit messages."""
     if not (
         callable(getattr(sink, "edit_message", None)) and callable(getattr(sink, "delete_message", None))
     ):
         raise InputError(
             f"edit-in-place delivery needs a sink that edits messages; {type(sink).__name__} does not"
         )
-    return cast(EditingSink, sink)
+    return cast(EditableSink, sink)
 
 
 @attrs.frozen(kw_only=True)
@@ -177,7 +163,7 @@ def edit_flush(
 class EditInPlaceDelivery:
     """Delivers one stream by editing its messages in place (per stream: it holds the messages)."""
 
-    sink: EditingSink
+    sink: EditableSink
     context: StreamContext
     config: StreamConfig
     stops: abc.ObserverBase[StopSignal] | None = None
