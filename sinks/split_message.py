@@ -227,7 +227,13 @@ class _Splitter:
         if cut.end >= half:
             return False
         span = self._fence_at(start + budget)
-        return span is not None and span.content_start < half and cut.start <= span.start
+        if span is None or span.content_start >= half or cut.start > span.start:
+            return False
+        # Only when the block's first line cannot fit a message of its own either.
+        body = self._body
+        line_end = body.find("\n", span.content_start)
+        line_end = len(body) if line_end < 0 else line_end
+        return line_end - span.start + len(span.fence.close) > budget
 
     def _header(self, at: int, fence: Fence) -> str:
         """The table header a reopened block repeats (``table_header``), for a cut at *at*."""

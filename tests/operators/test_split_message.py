@@ -381,3 +381,13 @@ def test_an_inline_code_span_longer_than_a_message_is_cut_as_a_block() -> None:
     inner = "".join(m.split("```\n", 1)[1].rsplit("\n```", 1)[0] for m in messages if "```" in m)
     assert inner == code.strip()
     assert messages[-1].endswith("and it worked.")
+
+
+def test_text_before_a_block_goes_alone_when_the_block_line_fits_a_message() -> None:
+    """The block is hard-cut with the text before it only when its first line fits no message at all."""
+    line = "value = compute(alpha, beta)  # " + "z" * 20
+    messages = split_message("Look.\n```py\n" + line + "\n```", 64)
+    assert messages == ["Look.", "```py\n" + line + "\n```"]
+    long_line = "value = " + "z" * 80
+    first, *_ = split_message("Look.\n```py\n" + long_line + "\n```", 64)
+    assert first.startswith("Look.\n```py\nvalue = zz") and first.endswith("\n```") and len(first) == 64
