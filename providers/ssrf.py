@@ -174,6 +174,14 @@ async def system_resolver(host: str) -> Sequence[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
+_SPELL_IT: Final = "write the address in its usual dotted (IPv4) or colon (IPv6) form"
+
+
+def _looks_numeric(host: str) -> bool:
+    """aiohttp's test for an IP address host (``aiohttp.helpers.is_ip_address``)."""
+    return ":" in host or host.replace(".", "").isdigit()
+
+
 def _literal(host: str) -> _IPAddress | None:
     try:
         return ipaddress.ip_address(host.strip("[]"))
@@ -198,6 +206,15 @@ class SsrfGuard:
         literal = _literal(host)
         if literal is not None:
             addresses: Sequence[str] = (str(literal),)
+        elif _looks_numeric(host):
+            # aiohttp takes such a host for an IP address and connects without any lookup (the
+            # system then reads "2130706433" or "127.1" as 127.0.0.1): no resolver may vouch for it.
+            raise SsrfRefusedError(
+                host=host,
+                address="-",
+                why="a numeric host that is not a canonical IP address",
+                hint=_SPELL_IT,
+            )
         else:
             try:
                 addresses = await self.resolver(host)

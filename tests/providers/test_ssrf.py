@@ -198,6 +198,16 @@ async def test_the_normalised_host_is_checked(url: str) -> None:
     assert lookups in ([], ["localhost."])  # a literal is never looked up; a name is, once
 
 
+@pytest.mark.parametrize("host", ["2130706433", "0", "127.1", "0177.0.0.1", "1.2.3"])
+async def test_a_numeric_host_aiohttp_would_not_look_up_is_refused(host: str) -> None:
+    """aiohttp connects to an all-numeric host without a lookup: no resolver may vouch for it."""
+    lookups: list[str] = []
+    guard = SsrfGuard(resolver=_resolver(["93.184.216.34"], lookups=lookups))
+    with pytest.raises(SsrfRefusedError) as refused:
+        await guard.connector(f"http://{host}:8080/v1", allow_private_network=True)
+    assert "canonical" in str(refused.value) and lookups == []
+
+
 def test_endpoint_host_is_yarls_host() -> None:
     """The guard's host is the IDNA-normalised host aiohttp connects to."""
     assert endpoint_host("http://１２７。０。０。１:8/v1") == "127.0.0.1"
