@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from rxcord.sinks.split_message import split_message
 
 from tests.marbles import marbles
 from tests.operators.test_split_message import fences_balanced, reconstruct
+from tests.strategies import CUTS, cut
 from tests.work import assert_linear
 
 LIVE = StreamConfig(delivery=DeliveryMode.LIVE, live_idle_flush=2.0)
@@ -63,12 +63,6 @@ def run(
 
 def texts(segments: list[Segment], kind: SegmentKind = TEXT) -> list[str]:
     return [s.text for s in segments if s.kind is kind]
-
-
-def chunked(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({min(max(c, 0), len(text)) for c in cuts})
-    bounds = [0, *points, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 # -- properties ----------------------------------------------------------------------------------------------
@@ -122,7 +116,6 @@ PLAIN = st.lists(
 RICH = st.lists(
     st.one_of(st.sampled_from(ATOMS + TAG_ATOMS), st.text(alphabet="ab .,\n", max_size=12)), max_size=60
 ).map("".join)
-CUTS = st.lists(st.integers(0, 600), max_size=20)
 
 
 def has_tags_or_tables(text: str) -> bool:
@@ -138,7 +131,7 @@ def has_tags_or_tables(text: str) -> bool:
 @given(RICH, CUTS)
 def test_aggregated_output_does_not_depend_on_chunking(text: str, cuts: list[int]) -> None:
     """Aggregated mode yields identical segments for any chunking of the same text."""
-    assert run(AGG, chunked(text, cuts)) == run(AGG, [text])
+    assert run(AGG, cut(text, cuts)) == run(AGG, [text])
 
 
 @settings(max_examples=200, deadline=None)
@@ -146,7 +139,7 @@ def test_aggregated_output_does_not_depend_on_chunking(text: str, cuts: list[int
 def test_live_output_without_idle_does_not_depend_on_chunking(text: str, cuts: list[int], limit: int) -> None:
     """Live mode (no idle gaps) cuts at the same places for any chunking."""
     config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit)
-    assert run(config, chunked(text, cuts)) == run(config, [text])
+    assert run(config, cut(text, cuts)) == run(config, [text])
 
 
 @settings(max_examples=250, deadline=None)
@@ -161,7 +154,7 @@ def test_live_text_segments_join_back_to_the_input(
     if has_tags_or_tables(text):
         return
     config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit, max_flushes=10**6)
-    segments = run(config, chunked(text, cuts), idle_after=idle)
+    segments = run(config, cut(text, cuts), idle_after=idle)
     pieces = texts(segments)
     assert "".join(pieces) == text or reconstruct(text, pieces, drop_whitespace=False) is not None, pieces
     assert all(s.kind is TEXT for s in segments)
@@ -178,9 +171,7 @@ def test_live_and_aggregated_agree_on_text_thoughts_and_details(
     text: str, cuts: list[int], idle: frozenset[int]
 ) -> None:
     """Live TEXT joins to the aggregated TEXT (tables rendered, tags removed); blocks are the same."""
-    live = run(
-        StreamConfig(delivery=DeliveryMode.LIVE, max_flushes=10**6), chunked(text, cuts), idle_after=idle
-    )
+    live = run(StreamConfig(delivery=DeliveryMode.LIVE, max_flushes=10**6), cut(text, cuts), idle_after=idle)
     agg = run(AGG, [text])
     assert texts(live, SegmentKind.THOUGHT) == texts(agg, SegmentKind.THOUGHT)
     assert texts(live, SegmentKind.DETAILS) == texts(agg, SegmentKind.DETAILS)
@@ -214,7 +205,7 @@ def test_holding_text_unscanned_changes_no_release(
 ) -> None:
     """Live text that waits to be scanned is released by the same call, as the same segments."""
     config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit, max_flushes=10**6)
-    chunks = chunked(text, cuts)
+    chunks = cut(text, cuts)
     deferring = _steps(config, chunks, idle_after)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Flusher, "_defers", lambda self, text: False)

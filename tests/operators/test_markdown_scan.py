@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +9,8 @@ from rxcord.operators.cut_policy import Fence, Level
 from rxcord.operators.graphemes import is_grapheme_boundary
 from rxcord.operators.markdown_scan import MarkdownScanner
 from rxcord.operators.md_cuts import Cut, CutList, NullCuts
+
+from tests.strategies import cut as chunked
 
 ATOMS = [
     "\n",
@@ -73,12 +73,6 @@ def scan_chunks(chunks: list[str]) -> MarkdownScanner:
         scanner.feed(chunk)
     scanner.finish()
     return scanner
-
-
-def chunked(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({min(max(c, 0), len(text)) for c in cuts})
-    bounds = [0, *points, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def at(text: str, scanner: MarkdownScanner) -> list[tuple[str, str, Level]]:

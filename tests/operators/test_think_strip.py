@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import types
 from collections.abc import Sequence
 from typing import cast
@@ -24,6 +23,7 @@ from rxcord.operators.reasoning_tags import TAG_RE, split_think_blocks
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
 
 from tests.marbles import marbles
+from tests.strategies import CUTS, cut
 
 
 def run(pieces: Sequence[str], start_window: int = DEFAULT_START_WINDOW) -> tuple[str, str]:
@@ -39,12 +39,6 @@ def run(pieces: Sequence[str], start_window: int = DEFAULT_START_WINDOW) -> tupl
     visible.append(v)
     reasoning.append(r)
     return "".join(visible), "".join(reasoning)
-
-
-def cut(text: str, points: Sequence[int]) -> list[str]:
-    """*text* cut at *points* (code point indices, possibly inside tags or emoji)."""
-    edges = [0, *sorted(p % (len(text) + 1) for p in points), len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def raw(text: str) -> ThoughtLogEntry:
@@ -259,7 +253,6 @@ TOKENS = st.sampled_from(
     ]
 )
 CONTENT = st.lists(st.one_of(TOKENS, st.text(alphabet="ab<>/:k \n", max_size=4)), max_size=24).map("".join)
-CUTS = st.lists(st.integers(min_value=0, max_value=10_000), max_size=8)
 WINDOWS = st.one_of(st.integers(min_value=0, max_value=24), st.just(DEFAULT_START_WINDOW))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from rxcord.operators.flush import Flusher
 from rxcord.sinks.delivery import DiscordDelivery
 
 from tests.operators.test_split_message import fences_balanced
+from tests.strategies import CUTS, cut
 
 
 class _GatedSink:
@@ -154,12 +154,6 @@ _ATOMS = [
 _TEXT = st.lists(
     st.one_of(st.sampled_from(_ATOMS), st.text(alphabet="ab .\n", max_size=20)), max_size=80
 ).map("".join)
-_CUTS = st.lists(st.integers(0, 3000), max_size=30)
-
-
-def _chunks(text: str, cuts: list[int]) -> list[str]:
-    bounds = [0, *sorted({min(c, len(text)) for c in cuts}), len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _messages(
@@ -190,17 +184,17 @@ def _messages(
 
 
 @settings(max_examples=150, deadline=None)
-@given(_TEXT, _CUTS, st.sampled_from([64, 200, 2000]))
+@given(_TEXT, CUTS, st.sampled_from([64, 200, 2000]))
 def test_aggregated_messages_do_not_depend_on_chunking(text: str, cuts: list[int], limit: int) -> None:
     """The same bytes cut anywhere give the same Discord messages in aggregated mode."""
     config = StreamConfig(delivery=DeliveryMode.AGGREGATED, message_limit=limit, max_flushes=10**6)
-    assert _messages(config, _chunks(text, cuts)) == _messages(config, [text])
+    assert _messages(config, cut(text, cuts)) == _messages(config, [text])
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     _TEXT,
-    _CUTS,
+    CUTS,
     st.frozensets(st.integers(0, 30)),
     st.lists(st.booleans(), min_size=1, max_size=8),
     st.sampled_from([40, 64, 200]),
@@ -211,7 +205,7 @@ def test_every_live_message_is_well_formed(
     """Live mode, any chunking, idle flushes and coalescing: each message fits, balances its fences, is
     never fences alone, and never glues a closing and a reopening fence on one line."""
     config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit, max_flushes=10**6)
-    for message in _messages(config, _chunks(text, cuts), idle, merges):
+    for message in _messages(config, cut(text, cuts), idle, merges):
         assert 0 < len(message) <= limit and message.strip()
         assert not is_blank_piece(message), message
         assert fences_balanced(message), message

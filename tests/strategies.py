@@ -1,0 +1,18 @@
+"""Hypothesis strategies and helpers shared by the property tests: cutting a text into chunks."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+CUTS = st.lists(st.integers(min_value=0), max_size=30)
+"""Cut points for ``cut``: any non-negative integers (taken modulo the text's length plus one)."""
+
+
+def cut(text: str, points: Sequence[int]) -> list[str]:
+    """*text* cut at *points* (code point indices modulo ``len(text) + 1``, possibly inside a tag, a
+    token or a grapheme cluster); no empty chunk. ``"".join(cut(text, points)) == text``."""
+    edges = [0, *sorted({p % (len(text) + 1) for p in points}), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(edges) if b > a]
