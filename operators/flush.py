@@ -12,10 +12,12 @@ from ``rxcord.operators.reasoning_tags``) become ``THOUGHT`` segments and
 ``<details>`` blocks (nested ones included) become ``DETAILS`` segments, each
 holding the text between its tags; both are sent when their closing tag
 arrives (or at the final flush, unclosed) and never reach the visible text,
-which simply continues around them. A stray closing tag is dropped. A tag
-split across deltas (``"<thi"`` + ``"nk>"``) is held back until it is decided;
-a tag is at most 64 characters long. Tags inside fenced or inline code are
-text. Blocks that are whitespace only are not sent.
+which simply continues around them. A stray closing tag is dropped (the
+stray-closer rule of ``rxcord.operators.reasoning_tags``: past stage 03 a stray
+closer is only removed). A tag split across deltas (``"<thi"`` + ``"nk>"``) is
+held back until it is decided; a tag is at most 64 characters long
+(``MAX_TAG_LEN``). Tags inside fenced or inline code are text. Blocks that are
+whitespace only are not sent.
 
 Cutting. The visible text goes through ``MarkdownScanner``, which records the
 places where a cut is safe (see ``rxcord.operators.markdown_scan``: never inside a
@@ -37,13 +39,16 @@ Live delivery (``DeliveryMode.LIVE``) releases:
   to the best safe cut: the latest paragraph break, else line break, else
   sentence end, else space, including a whitespace run at the very end;
 * when the text held reaches ``message_limit`` without a paragraph break, a
-  message-sized piece, cut at the best place in its second half (the kind
-  order above) or else at the latest place that fits. Inside a fenced block
+  message-sized piece, cut by the cut policy shared with stage 07
+  (``rxcord.operators.cut_policy``): the best place in its second half (the
+  kind order above) or else the latest place that fits. Inside a fenced block
   the piece is cut at a line start, closed with ``Fence.close`` (a line break
   and the marker) and the next piece starts with ``Fence.reopen`` (the opening
-  line, language kept). With no safe place at all (one long line of code, a
-  huge URL) nothing is cut: the text waits for the next safe place and stage
-  07 splits the longer segment.
+  line, language kept); never after blank code lines alone (that piece would
+  be fences only). With no safe place at all (one long line of code, a huge
+  URL) nothing is cut: the text waits for the next safe place and stage 07
+  splits the longer segment. Pieces of one block sent as one message are
+  joined back by ``cut_policy.join``.
 
 After a ``>>> `` line every later segment starts with ``>>> `` (it quotes to
 the end of a message, and each segment is a new message), unless it already
