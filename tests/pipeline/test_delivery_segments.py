@@ -10,12 +10,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.scheduler.eventloop import AsyncIOScheduler
+from reactivex.subject import Subject
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, Segment, SentMessage
 from rxcord.core.types import DeliveryMode, SegmentKind
 from rxcord.operators.clean import SegmentCleaner
 from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.flush import Flusher
+from rxcord.sinks.deliver import deliver
 from rxcord.sinks.delivery import DiscordDelivery
 
 from tests.operators.test_split_message import fences_balanced
@@ -211,3 +213,48 @@ def test_every_live_message_is_well_formed(
         assert fences_balanced(message), message
         for glued in _GLUED.finditer(message):
             assert glued.group(0).strip() in text, message
+
+
+def test_a_long_block_queued_behind_a_slow_send_reaches_discord_as_whole_blocks() -> None:
+    """Live pieces of a long block queue behind a send in flight and are coalesced by ``deliver``:
+    Discord gets balanced blocks, none with a closing fence glued to a reopening one."""
+    code = "".join(f"    total += values[{i}]  # running sum\n" for i in range(120))
+    segments = _live_segments("Intro.\n\n```python\n" + code + "```\n\nDone.", 2000)
+    assert sum(s.text.endswith("\n```") for s in segments) >= 2
+
+    async def main() -> list[str]:
+        release = asyncio.Event()
+
+        class _SlowFirst(_GatedSink):
+            async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+                if not self.started:
+                    self.started.append(str(payload.get("content", "")))
+                    await release.wait()
+                    return SentMessage(payload=payload, message_id="1")
+                return await super().create_message(context, payload)
+
+        sink = _SlowFirst(hold_at=0)
+        config = StreamConfig(delivery=DeliveryMode.LIVE)
+        delivery = DiscordDelivery(sink=sink, context=StreamContext(), config=config)
+        assert delivery.coalesces
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        source: Subject[Segment] = Subject()
+        source.pipe(deliver(delivery.send, delivery.merge)).subscribe(
+            on_error=done.set_exception,
+            on_completed=lambda: done.set_result(None),
+            scheduler=AsyncIOScheduler(loop),
+        )
+        for segment in segments:
+            source.on_next(segment)
+        source.on_completed()
+        release.set()
+        await done
+        return sink.started
+
+    sent = asyncio.run(main())
+    assert len(sent) < len(segments)  # the queued pieces were coalesced
+    for message in sent:
+        assert not _GLUED.search(message), message
+        assert fences_balanced(message) and len(message) <= 2000
+    assert "".join(sent).count("values[119]") == 1
