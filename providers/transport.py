@@ -50,7 +50,7 @@ from reactivex import abc
 from reactivex.disposable import Disposable
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
-from rxcord.core.redact import Redactor, StreamWatch, credentials_in
+from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
@@ -367,9 +367,7 @@ class _Pump:
         total = 0
         limit = self.cfg.max_stream_bytes
         seen = 0
-        # Events are redacted one by one only once a secret appeared in the stream at all.
-        watch = StreamWatch(self.redact)
-        redact = _NO_SECRETS
+        redact = self.redact
         # One batch per network read: every event of a piece goes downstream without
         # a round trip through the async generators per event.
         async for piece in response.content.iter_any():
@@ -377,8 +375,6 @@ class _Pump:
             if total > limit:
                 yield [_malformed(name, f"stream exceeded {limit} bytes", "")]
                 return
-            if watch.seen(piece):
-                redact = self.redact
             fields = parser.feed_raw(piece)
             if not fields:
                 continue

@@ -17,7 +17,7 @@ occurrence of a short word would garble every message.
 
 from __future__ import annotations
 
-__all__ = ("MIN_SECRET_LENGTH", "REDACTED", "RedactedException", "Redactor", "StreamWatch", "credentials_in")
+__all__ = ("MIN_SECRET_LENGTH", "REDACTED", "RedactedException", "Redactor", "credentials_in")
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -157,36 +157,6 @@ class Redactor:
         if message == error.message and code == error.code and original is error.original_error:
             return error
         return attrs.evolve(error, message=message, code=code, original_error=original)
-
-
-class StreamWatch:
-    """Watches a byte stream, piece by piece, for any secret of a redactor.
-
-    ``seen(piece)`` is true from the first piece on which a secret appears (whole or split
-    with the piece before) and stays true: until then, what was parsed from the stream holds
-    no secret and needs no per-item redaction. Cost: one search per secret and piece.
-    """
-
-    __slots__ = ("_dirty", "_needles", "_overlap", "_tail")
-
-    def __init__(self, redactor: Redactor) -> None:
-        self._needles = redactor._needles_bytes
-        self._overlap = max((len(n) for n in self._needles), default=1) - 1
-        self._tail = b""
-        self._dirty = False
-
-    def seen(self, piece: bytes) -> bool:
-        """Whether a secret appeared in the stream up to and including *piece*."""
-        if self._dirty or not self._needles:
-            return self._dirty
-        overlap = self._overlap
-        seam = self._tail + piece[:overlap]
-        for needle in self._needles:
-            if needle in piece or needle in seam:
-                self._dirty = True
-                return True
-        self._tail = piece[-overlap:] if len(piece) >= overlap else (self._tail + piece)[-overlap:]
-        return False
 
 
 def _needles(secrets: Iterable[str | None]) -> tuple[str, ...]:
