@@ -30,6 +30,11 @@ Custom endpoints (``is_custom_endpoint``) pass the SSRF guard
 (``rxcord.providers.ssrf``) before every attempt, retries included, on every
 path that reaches this transport; ``TransportConfig.allow_private_network`` is
 the one opt-out.
+
+Secrets by value (``rxcord.core.redact``): the configured secrets (by default the
+request's own credentials) are replaced in every SSE event's bytes before they
+are decoded, in every body read and in every exception text, so no chunk, and
+no error built from one later, carries them.
 """
 
 from __future__ import annotations
