@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -58,3 +62,33 @@ async def test_the_emulator_serves_the_page_and_keeps_its_json_404s() -> None:
 def test_page_url() -> None:
     assert page_url("http://127.0.0.1:5000/api/v10") == "http://127.0.0.1:5000/"
     assert page_url("http://[::1]:80/api/v10/") == "http://[::1]:80/"
+
+
+def test_without_chromium_the_browser_tests_fail_naming_the_install_script(tmp_path: Path) -> None:
+    env = {**os.environ, "RXCORD_CHROMIUM": str(tmp_path / "no-chromium")}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    test = "tests/browser/test_markdown.py::test_inline_styles"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-n",
+            "0",
+            test,
+        ],
+        check=False,
+        cwd=Path(__file__).parent.parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout[-2000:]
+    assert "1 error" in run.stdout and "skipped" not in run.stdout
+    assert "bash scripts/install_browser.sh" in run.stdout
