@@ -371,6 +371,13 @@ def test_composer_posts_as_the_user_and_slash_commands_reach_the_emulator(
     username = browser.execute_script("return document.getElementById('me-username').value")
     assert rows[0]["author"] == username == stored[0]["author"]["username"]
     assert box.get_attribute("value") == ""
+    # "@name" of a known user (here the bot, a guild member) is sent as a mention.
+    box.send_keys(f"@{emulator.config.bot_username} ping, (@nobody)")
+    box.send_keys(Keys.ENTER)
+    wait_for(lambda: len(snapshot(browser)) == 2, what="the second message")
+    stored = server_thread.call(lambda: emulator.messages(channel))
+    assert stored[1]["content"] == f"<@{emulator.config.bot_id}> ping, (@nobody)"
+    assert [m["id"] for m in stored[1]["mentions"]] == [emulator.config.bot_id]
 
 
 async def _emulator_post(emulator: DiscordEmulator, route: str, body: dict[str, Any]) -> dict[str, Any]:

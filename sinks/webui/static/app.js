@@ -644,6 +644,18 @@
     return { command: match[1], options };
   }
 
+  // "@name" of a known user becomes a mention, as Discord's client does when you pick a name.
+  function withMentions(textValue) {
+    const names = [...state.users.entries()].sort((a, b) => b[1].length - a[1].length);
+    let out = textValue;
+    for (const [id, name] of names) {
+      if (!name || name === "everyone" || name === "here") continue;
+      const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      out = out.replace(new RegExp("(^|[\\s(])@" + escaped + "(?![\\w-])", "g"), (_, lead) => lead + "<@" + id + ">");
+    }
+    return out;
+  }
+
   async function send(textValue) {
     const channel = state.selected;
     if (!channel || !textValue.trim()) return;
@@ -652,7 +664,7 @@
     if (command) {
       await api("POST", EMU + "/interactions", { ...who, command: command.command, options: command.options });
     } else {
-      const message = await api("POST", EMU + "/messages", { ...who, content: textValue });
+      const message = await api("POST", EMU + "/messages", { ...who, content: withMentions(textValue) });
       if (message && message.id) {
         upsert(message);
         if (state.selected === channel) renderMessages();
