@@ -29,7 +29,8 @@ class EchoProvider:
 
     The last user message decides the answer: ``slow`` makes it stream until the client goes
     away (up to ``endless`` words, ``pace`` seconds apart); ``stall`` writes twelve words and then
-    nothing until the client goes away; ``words=N`` sets the length; a ``think`` reply starts
+    nothing until the client goes away; ``gate`` waits after twelve words until ``gate`` is set;
+    ``words=N`` sets the length; a ``think`` reply starts
     with a reasoning block in ``reasoning_content``.
     """
 
@@ -39,6 +40,8 @@ class EchoProvider:
     written: dict[int, int] = attrs.field(factory=dict)
     """Words written per request number."""
     closed_early: set[int] = attrs.field(factory=set)
+    gate: asyncio.Event = attrs.field(factory=asyncio.Event)
+    """``gate`` answers wait after twelve words until this is set."""
     active: int = 0
     max_active: int = 0
     """Most requests streaming at the same time."""
@@ -104,6 +107,8 @@ class EchoProvider:
                 self.written[number] += 1
                 if slow or self.pace:
                     await asyncio.sleep(self.pace)
+                if "gate" in prompt and index == 11:
+                    await self.gate.wait()  # twelve words, then wait for the test
                 while "stall" in prompt and index == 11:  # twelve words, then silence until the client leaves
                     if request.transport is None or request.transport.is_closing():
                         self.closed_early.add(number)

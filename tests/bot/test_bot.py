@@ -18,13 +18,22 @@ from tests.bot.conftest import BOB, GENERAL, TESTING, World, eventually, idle
 async def test_a_mention_gets_a_streamed_reply(world: World, mode: str) -> None:
     bot = await world.bot(world.config(mode=mode))
     assert bot.client.user is not None
-    asked = await world.say(GENERAL, f"<@{bot.client.user.id}> hello words=30")
-    await eventually(lambda: bool(world.provider.requests), what="the provider request")
-    await idle(bot)
+    question = "hello gate words=30" if mode == "edit" else "hello words=30"
+    asked = await world.say(GENERAL, f"<@{bot.client.user.id}> {question}")
+    if mode == "edit":  # the first twelve words are shown before the rest is written
+        await eventually(lambda: "w10" in world.bot_text(GENERAL), what="the preview to reach w10")
+        world.provider.gate.set()
+    await eventually(lambda: len(bot.finished) == 1, what="the answer")
     text = world.bot_text(GENERAL)
-    assert text == "Answer to hello words=30: " + " ".join(f"w{i}" for i in range(30))
+    assert text == f"Answer to {question}: " + " ".join(f"w{i}" for i in range(30))
     first = world.bot_messages(GENERAL)[0]
     assert first["message_reference"]["message_id"] == asked["id"]
+    edits = world.emulator.counters.requests["PATCH /channels/{channel_id}/messages/{message_id}"]
+    if mode == "edit":
+        assert edits >= 1  # sent, then edited as it grew
+        assert first["edited_timestamp"] is not None
+    else:
+        assert edits == 0
 
 
 def _me(bot: RxcordBot) -> str:
