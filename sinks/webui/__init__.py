@@ -25,6 +25,7 @@ from __future__ import annotations
 
 __all__ = ("ASSETS", "ASSET_PREFIX", "mount", "page_url")
 
+import functools
 import html
 from importlib import resources
 from typing import Final
@@ -56,6 +57,7 @@ _SECURITY_HEADERS: Final = {
 }
 
 
+@functools.cache
 def _read(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
