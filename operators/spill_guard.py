@@ -48,7 +48,7 @@ decision the guard passes everything through.
 
 from __future__ import annotations
 
-__all__ = ("DEFAULT_DECISION_LIMIT", "SpillGuard", "spill_guard")
+__all__ = ("AFTER_TEXT", "DEFAULT_DECISION_LIMIT", "SpillGuard", "spill_guard")
 
 import enum
 import unicodedata
@@ -57,6 +57,10 @@ from typing import Final
 import attrs
 from rxcord.core.types import Operator, ProcessedChunk
 from rxcord.operators.reasoning_guard import reasoning_guard
+
+AFTER_TEXT: Final = "after_text"
+"""Metadata key of a chunk whose reasoning came after visible text (set by the adapter's
+normalizer wrapper, ``rxcord.providers.unrecognized``): the guard is then disarmed."""
 
 DEFAULT_DECISION_LIMIT: Final = 200
 """A glued boundary must start within this many characters of the content to count."""
@@ -218,6 +222,9 @@ def spill_guard() -> Operator[ProcessedChunk, ProcessedChunk]:
 
 
 def _arm(guard: SpillGuard, chunk: ProcessedChunk) -> None:
-    # A chunk carrying reasoning arms the guard before its own content is fed.
+    # A chunk carrying reasoning arms the guard before its own content is fed, unless the
+    # normalizer marked it as coming after visible text (text an earlier guard may still hold).
     if chunk.thoughts:
+        if chunk.metadata.get(AFTER_TEXT):
+            guard.note_visible()
         guard.note_reasoning()

@@ -15,6 +15,11 @@ The same wrapper notes the provider's identity of the response (``chatcmpl-...``
 OpenRouter's ``gen-...``, Anthropic's ``msg_...``, Gemini's ``responseId``: bounded to 128
 identifier characters) and puts it on every ``done`` chunk's metadata as ``request_id``, so
 usage reports carry it (``rxcord.providers.usage.UsageReport``).
+
+It also keeps the stream's order visible to the spill guard: once visible text has come
+out of the normalizer, a later chunk carrying reasoning is marked ``after_text`` in its
+metadata. A think-tag start window may hold that text back and let the reasoning chunk
+pass first; the mark tells the spill guard that the text came first (it then never fires).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from rxcord.core.types import (
     ProviderError,
     RawStreamChunk,
 )
+from rxcord.operators.spill_guard import AFTER_TEXT
 
 _log = logger.bind(stage="03-normalize")
 
@@ -112,6 +118,7 @@ class RecognitionCheck:
     _events: int = attrs.field(default=0, init=False)
     _hint: str | None = attrs.field(default=None, init=False)
     _id: str | None = attrs.field(default=None, init=False)
+    _text_seen: bool = attrs.field(default=False, init=False)
 
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
         """Normalize *raw*; remember whether anything was recognised, and the response's id."""
@@ -125,6 +132,8 @@ class RecognitionCheck:
                 self._events += 1
                 if self._hint is None:
                     self._hint = _shape_hint(raw.data)
+        if out:
+            out = self._ordered(out)
         return self._tagged(out) if out and self._id is not None else out
 
     def finish(self) -> Sequence[ProcessedChunk]:
@@ -135,6 +144,21 @@ class RecognitionCheck:
         error = unrecognized_error(self.provider, self.expected, self._events, self._hint)
         _log.warning("{message}", message=error.message)
         return [ProcessedChunk.fail(error)]
+
+    def _ordered(self, chunks: Sequence[ProcessedChunk]) -> Sequence[ProcessedChunk]:
+        """*chunks*, each carrying reasoning after visible text marked ``after_text``."""
+        if not self._text_seen:
+            for index, chunk in enumerate(chunks):
+                if chunk.type is ChunkType.TEXT and chunk.content and not chunk.content.isspace():
+                    self._text_seen = True
+                    return [*chunks[: index + 1], *self._ordered(chunks[index + 1 :])]
+            return chunks
+        if not any(chunk.thoughts for chunk in chunks):
+            return chunks
+        return [
+            attrs.evolve(chunk, metadata={**chunk.metadata, AFTER_TEXT: True}) if chunk.thoughts else chunk
+            for chunk in chunks
+        ]
 
     def _tagged(self, chunks: Sequence[ProcessedChunk]) -> Sequence[ProcessedChunk]:
         """*chunks* with the response id on each ``done`` chunk's metadata (``request_id``)."""

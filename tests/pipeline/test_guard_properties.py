@@ -154,9 +154,9 @@ AFTER = st.sampled_from(
 )
 ADAPTERS = st.sampled_from([OpenAIAdapter(), CustomAdapter()])
 """OpenAI (no think hold) and a custom endpoint (the think-tag start window holds the first text)."""
-DISARM_ADAPTERS = st.sampled_from([OpenAIAdapter()])
-"""Not the custom endpoint yet: its think-tag start window holds the first text while a reasoning
-chunk passes ahead of it, so the spill guard cannot tell that the text came first (reported)."""
+DISARM_ADAPTERS = ADAPTERS
+"""The custom endpoint's think-tag start window holds the first text while the reasoning chunk
+passes ahead of it: the normalizer's ``after_text`` mark keeps the order for the spill guard."""
 REASONING = st.sampled_from(["Let me think.", "hmm", "The user wants a list"])
 
 

@@ -90,3 +90,23 @@ async def test_a_recognised_empty_reply_stays_completed(tmp_path: Path) -> None:
     capture.write_text(body)
     outcome = await run_replay(ReplayOptions(capture=capture, provider="openai", sink="memory"))
     assert outcome.result.status is StreamStatus.COMPLETED and outcome.result.error is None
+
+
+def test_reasoning_after_visible_text_is_marked_for_the_spill_guard() -> None:
+    """A reasoning chunk after visible text carries ``after_text``; reasoning before text does not."""
+    from rxcord.core.types import RawStreamChunk
+    from rxcord.operators.spill_guard import AFTER_TEXT
+    from rxcord.providers.openai import OpenAIAdapter
+
+    def delta(**fields: object) -> RawStreamChunk:
+        return RawStreamChunk(provider="openai", data={"choices": [{"index": 0, "delta": fields}]})
+
+    normalizer = OpenAIAdapter().new_normalizer()
+    (early,) = normalizer.feed(delta(reasoning="plan"))
+    assert early.thoughts and AFTER_TEXT not in early.metadata
+    normalizer.feed(delta(content="  "))  # blank text is not visible text
+    (blank_after,) = normalizer.feed(delta(reasoning="more"))
+    assert AFTER_TEXT not in blank_after.metadata
+    normalizer.feed(delta(content="Hi"))
+    (late,) = normalizer.feed(delta(reasoning="again"))
+    assert late.metadata[AFTER_TEXT] is True
