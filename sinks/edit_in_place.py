@@ -7,13 +7,13 @@ What llmcord users know, built so that it can never show something the other mod
   the one aggregated delivery would send; ``EditInPlaceDelivery`` plans its messages with the
   same ``DiscordDelivery.payloads`` and edits (or creates) the messages to match them exactly.
   Messages a preview created that the final text does not need are deleted.
-* **Previews are live segments.** ``edit_previews`` runs a live ``Flusher`` and
-  ``SegmentCleaner`` beside the aggregated one and releases, after every routed delta, what
-  is safe up to the best cut (``Flusher.idle``): never inside a code block or a tag, never
-  reasoning (``<think>`` goes to the flusher's thought segments, provider reasoning never
-  reaches the visible text). Each ``Preview`` carries the cleaned text so far; the preview is
-  split like any text (``split_message``: 2000 code points, fences repaired), so a preview
-  longer than one message continues in a new message.
+* **Previews are snapshots of the final text.** ``edit_previews`` emits one ``Preview`` per
+  routed visible delta (sharing one list: O(1) each); the preview that is actually sent shows
+  ``snapshot``: what aggregated delivery would send if the stream ended there, with an open
+  code block closed by its fence and a partial tag or an unclosed ``<think>`` held back. So
+  every intermediate edit has balanced fences and never shows reasoning (provider reasoning
+  never reaches the visible text), and it is split like any text (``split_message``: 2000
+  code points, fences repaired): a preview longer than one message continues in a new one.
 * **At most as often as the edit route allows.** Deliveries are serialized
   (``rxcord.sinks.deliver``) and previews that queue behind an edit in flight (a rate-limit
   wait on the edit route's bucket, discovered by the sink's limiter like any other) are
@@ -26,22 +26,21 @@ leaves the last preview as it was shown and sends nothing more.
 
 from __future__ import annotations
 
-__all__ = ("EditInPlaceDelivery", "Preview", "edit_flush", "edit_previews", "editing_sink")
+__all__ = ("EditInPlaceDelivery", "Preview", "edit_flush", "edit_previews", "editing_sink", "snapshot")
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import attrs
 import reactivex
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
-from rxcord.core.config import RenderModifiers, StreamConfig, StreamContext
+from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordStopError, InputError
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamState, TypingPulse
 from rxcord.core.types import (
-    DeliveryMode,
     Operator,
     ProviderError,
     SegmentKind,
@@ -59,6 +58,9 @@ from rxcord.sinks.delivery import DiscordDelivery
 
 _log = logger.bind(stage="07-edit")
 
+_GROWTH_CAP: Final = 400
+"""A preview is sent once the text grew by a sixteenth, or by this many characters."""
+
 
 def editing_sink(sink: DiscordSink) -> EditableSink:
     """*sink* as an ``EditableSink``, or ``InputError`` when it cannot edit messages."""
@@ -73,63 +75,71 @@ def editing_sink(sink: DiscordSink) -> EditableSink:
 
 @attrs.frozen(kw_only=True)
 class Preview(Segment):
-    """The visible text so far, cleaned, as an intermediate edit would show it.
+    """The visible text routed so far, for an intermediate edit (``SegmentKind.PREVIEW``).
 
-    ``parts`` is the stream's shared, append-only list of cleaned live pieces; a preview is
-    the first ``count`` of them, joined only when it is sent.
+    ``deltas`` is the stream's shared, append-only list of routed visible deltas; a preview is
+    the first ``count`` of them. Its text is computed only when it is sent (``snapshot``).
     """
 
-    parts: list[str] = attrs.field(factory=list, eq=False, repr=False)
+    deltas: list[str] = attrs.field(factory=list, eq=False, repr=False)
     count: int = 0
+    chars: int = 0
+    """Characters of visible text routed so far."""
 
-    @property
-    def preview_text(self) -> str:
-        """The text this preview shows."""
-        return "".join(self.parts[: self.count])
+
+def snapshot(deltas: Sequence[str], config: StreamConfig) -> str:
+    """What aggregated delivery would send if the stream ended gracefully after *deltas*.
+
+    Stages 05 and 06 exactly as the final flush runs them, except that the flusher is not
+    closed (``Flusher.flush(final=False)``): an open code block is closed with its fence, a
+    partial tag and an unclosed reasoning block stay held, so a preview never shows an open
+    fence or reasoning. The cost is linear in the text, paid once per edit actually sent.
+    """
+    flusher = Flusher(config)
+    flusher.push("".join(deltas))
+    cleaner = SegmentCleaner(config)
+    pieces = (
+        piece.text
+        for segment in flusher.flush(final=False)
+        if segment.kind is SegmentKind.TEXT
+        for piece in cleaner.feed(segment)
+    )
+    return "".join(pieces)
 
 
 def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
-    """Stage 05-06 for previews: a live flusher and cleaner releasing what is safe after each delta.
+    """The previews of edit-in-place delivery: one ``Preview`` per routed visible delta.
 
     .. marble::
-        -a----b-----c|        a="Hel"  b="lo wor"  c="ld"  (c ends the stream)
+        -a----b-----c|        a="Hel"  b="lo"  c=(the end)
         [ edit_previews(config) ]
-        -A----B------|        A="Hel"  B="Hello "  (the end belongs to the final segment)
+        -A----B------|        A=["Hel"]  B=["Hel", "lo"]   (the end belongs to the final segment)
 
-    Only ``STREAMING`` states produce previews; the state that ends the stream produces the
-    final segment in the aggregated branch instead.
+    O(1) per delta: previews share one list; the delivery merges queued previews and computes
+    the text of the one it sends (``snapshot``). Only ``STREAMING`` states produce previews;
+    the state that ends the stream produces the final segment in the aggregated branch.
     """
-    live = attrs.evolve(
-        config,
-        delivery=DeliveryMode.LIVE,
-        render=RenderModifiers(force_lowercase=config.render.force_lowercase, seed=config.render.seed),
-    )
 
     def _op(source: Observable[StreamState]) -> Observable[Segment]:
         def subscribe(
             observer: abc.ObserverBase[Segment], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            flusher = Flusher(live)
-            cleaner = SegmentCleaner(live)
-            parts: list[str] = []
+            deltas: list[str] = []
             ended = False
+            chars = 0
 
             def on_next(state: StreamState) -> None:
-                nonlocal ended
+                nonlocal ended, chars
                 if ended:
                     return
                 if state.status is not StreamStatus.STREAMING:
                     ended = True
-                    flusher.discard()
                     return
-                if not state.delta:
-                    return
-                before = len(parts)
-                for segment in flusher.push(state.delta) + flusher.idle():
-                    if segment.kind is SegmentKind.TEXT:
-                        parts.extend(piece.text for piece in cleaner.feed(segment))
-                if len(parts) > before:
-                    observer.on_next(Preview(kind=SegmentKind.PREVIEW, parts=parts, count=len(parts)))
+                if state.delta:
+                    deltas.append(state.delta)
+                    chars += len(state.delta)
+                    preview = Preview(kind=SegmentKind.PREVIEW, deltas=deltas, count=len(deltas), chars=chars)
+                    observer.on_next(preview)
 
             return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
 
@@ -181,6 +191,9 @@ class EditInPlaceDelivery:
     nonce_prefix: str = attrs.field(factory=lambda: secrets.token_hex(6))
     """The nonce prefix of the messages it creates."""
 
+    _previewed: int = attrs.field(default=0, init=False)
+    """Characters of the last preview sent."""
+
     coalesces = True
     """Queued previews are always merged (``rxcord.sinks.deliver``)."""
 
@@ -191,7 +204,7 @@ class EditInPlaceDelivery:
                 return reactivex.just(Delivery())
             return from_coro(self._typing)
         if isinstance(item, Preview):
-            if self.finished or self.stopped is not None:
+            if self.finished or self.stopped is not None or not self._grown(item):
                 return reactivex.just(Delivery())
             return from_coro(_Apply(self, item, final=False))
         if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
@@ -214,6 +227,16 @@ class EditInPlaceDelivery:
             return second
         return None
 
+    def _grown(self, preview: Preview) -> bool:
+        # A snapshot costs the whole text: with a sink that edits at once (no bucket wait to
+        # merge previews behind), wait for the text to grow by a sixteenth (at most
+        # _GROWTH_CAP characters) so the cost of all edits stays near linear.
+        wanted = min(max(1, self._previewed // 16), _GROWTH_CAP)
+        if preview.chars - self._previewed < wanted:
+            return False
+        self._previewed = preview.chars
+        return True
+
     def plan(self, text: str) -> list[dict[str, Any]]:
         """The payloads aggregated delivery would send for *text* (``DiscordDelivery.payloads``)."""
         return self._planner().payloads(Segment(kind=SegmentKind.TEXT, text=text))
@@ -225,7 +248,10 @@ class EditInPlaceDelivery:
             planner.planned = len(self.shown)
             sent = [m for p in planner.payloads(segment) if (m := await self._create(p)) is not None]
             return Delivery(segment=segment, messages=tuple(sent), stopped=self.stopped)
-        text = segment.preview_text if isinstance(segment, Preview) else segment.text
+        if isinstance(segment, Preview):
+            text = snapshot(segment.deltas[: segment.count], self.config)
+        else:
+            text = segment.text
         payloads = self.plan(text)
         if final:
             self.finished = True
@@ -314,11 +340,6 @@ class EditInPlaceDelivery:
 
 def _same(shown: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(shown.get(key) == wanted.get(key) for key in ("content", "embeds"))
-
-
-def final_contents(messages: Sequence[SentMessage]) -> list[str]:
-    """The content of each message, as shown (a helper for tests and reports)."""
-    return [str(m.payload.get("content") or "") for m in messages]
 
 
 @attrs.frozen
