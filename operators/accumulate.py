@@ -26,6 +26,7 @@ __all__ = ("accumulate", "route")
 from reactivex import Observable, abc
 from rxcord.core.state import StreamState
 from rxcord.core.types import (
+    Batch,
     ChunkType,
     ErrorType,
     FinishReason,
@@ -34,6 +35,7 @@ from rxcord.core.types import (
     StopSignal,
     StreamStatus,
 )
+from rxcord.operators.fused import BatchAware
 
 _OPEN = (StreamStatus.STREAMING, StreamStatus.FUNCTION_CALL)
 
@@ -109,7 +111,8 @@ def accumulate() -> Operator[ProcessedChunk | StopSignal, StreamState]:
         -A-B-(E,|)            E.status == error; c is never routed
 
     Returns:
-        An operator emitting one ``StreamState`` per routed item.
+        An operator emitting one ``StreamState`` per routed item; it takes ``Batch`` es too
+        (one state per chunk of the batch: ``rxcord.operators.fused.BatchAware``).
     """
 
     def _op(source: Observable[ProcessedChunk | StopSignal]) -> Observable[StreamState]:
@@ -119,28 +122,42 @@ def accumulate() -> Operator[ProcessedChunk | StopSignal, StreamState]:
             # ``scan(route, StreamState())`` then ``take_while(open, inclusive=True)``, as one
             # operator: one hop and no lock per chunk instead of two hops and a lock.
             scan = _Scan()
+            emit = observer.on_next
 
-            def on_next(item: ProcessedChunk | StopSignal) -> None:
-                if not scan.running:
-                    return
+            def step(item: ProcessedChunk | StopSignal) -> bool:
+                """Route one item; whether the stream is still open."""
                 try:
                     state = route(scan.state, item)
                 except Exception as exc:  # a routing bug becomes on_error, as in ops.scan
+                    scan.running = False
                     observer.on_error(exc)
-                    return
+                    return False
                 scan.state = state
                 if state.status in _OPEN:
-                    observer.on_next(state)
-                    return
+                    emit(state)
+                    return True
                 scan.running = False
-                observer.on_next(state)
+                emit(state)
                 observer.on_completed()
+                return False
+
+            def on_next(item: ProcessedChunk | StopSignal | Batch[ProcessedChunk]) -> None:
+                if not scan.running:
+                    return
+                if isinstance(item, Batch):
+                    # One socket read's chunks: a state each, in order; the stop gate's batch
+                    # ends early when a stop is pending (it then arrives as the next item).
+                    for one in item:
+                        if not step(one):
+                            return
+                    return
+                step(item)
 
             return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
 
         return Observable(subscribe)
 
-    return _op
+    return BatchAware(_op, "accumulate", keeps=False)
 
 
 class _Scan:

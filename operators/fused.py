@@ -23,6 +23,16 @@ Semantics (the same as the separate operators would have):
   its own failures into data, like the normalizer, catches them itself);
 - upstream errors pass through; what the transducers held is then dropped.
 
+Batches (``rxcord.core.types.Batch``: the events of one socket read as one item).
+A fusable operator takes a batch whole: every item of it goes through the
+transducers, and what they emit goes downstream as ONE batch (none if they emit
+nothing; a lone item as itself), so a read costs one hop, not one per event. A transducer raising on an
+item of a batch: what the items before it gave goes downstream first, then
+``on_error``. ``unbatch`` gives a stage that does not know batches the items one
+by one; ``BatchAware`` marks a hand-written operator that takes batches (the idle
+timeout, the stop gate, the orchestrator's scan), and the pipeline inserts
+``unbatch`` before the first stage that is neither (``accepts_batches``).
+
 .. marble::
     -a---b---|                 one item in
     [ fuse(normalize, think_strip, spill_guard) ]
@@ -31,12 +41,22 @@ Semantics (the same as the separate operators would have):
 
 from __future__ import annotations
 
-__all__ = ("Fusable", "Transducer", "TransducerFactory", "fuse")
+__all__ = (
+    "BatchAware",
+    "Fusable",
+    "Transducer",
+    "TransducerFactory",
+    "accepts_batches",
+    "fuse",
+    "keeps_batches",
+    "unbatch",
+)
 
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from reactivex import Observable, abc
+from rxcord.core.types import Batch, Operator
 
 
 class Transducer(Protocol):
@@ -78,6 +98,9 @@ class Fusable:
             emit = observer.on_next
 
             def on_next(item: Any) -> None:
+                if isinstance(item, Batch):
+                    on_batch(item)
+                    return
                 try:
                     out = feed(item)
                 except Exception as exc:
@@ -85,6 +108,20 @@ class Fusable:
                     return
                 for produced in out:
                     emit(produced)
+
+            def on_batch(batch: Batch[Any]) -> None:
+                produced: list[Any] = []
+                extend = produced.extend
+                try:
+                    for item in batch:
+                        extend(feed(item))
+                except Exception as exc:
+                    if produced:
+                        emit(_batch_of(produced))
+                    observer.on_error(exc)
+                    return
+                if produced:
+                    emit(_batch_of(produced))
 
             def on_completed() -> None:
                 try:
@@ -99,6 +136,71 @@ class Fusable:
             return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
 
         return Observable(subscribe)
+
+
+def _batch_of(items: list[Any]) -> Any:
+    """*items* as one item downstream: a ``Batch``, or the item itself when it is alone."""
+    return items[0] if len(items) == 1 else Batch(items)
+
+
+class BatchAware:
+    """A hand-written operator that takes ``Batch`` es as well as single items.
+
+    *keeps*: whether it hands batches on as batches (the idle timeout, the stop gate)
+    or emits the items' results one by one (the orchestrator's scan).
+    """
+
+    __slots__ = ("keeps", "name", "operator")
+
+    def __init__(self, operator: Operator[Any, Any], name: str = "", *, keeps: bool = True) -> None:
+        self.operator = operator
+        self.name = name
+        self.keeps = keeps
+
+    def __repr__(self) -> str:
+        return f"BatchAware({self.name or self.operator!r})"
+
+    def __call__(self, source: Observable[Any]) -> Observable[Any]:
+        return self.operator(source)
+
+
+def accepts_batches(operator: object) -> bool:
+    """Whether *operator* takes ``Batch`` es (a fusable or a ``BatchAware`` operator)."""
+    return isinstance(operator, Fusable | BatchAware)
+
+
+def keeps_batches(operator: object) -> bool:
+    """Whether *operator*, given batches, emits batches (see ``BatchAware``)."""
+    return isinstance(operator, Fusable) or (isinstance(operator, BatchAware) and operator.keeps)
+
+
+def unbatch() -> Operator[Any, Any]:
+    """Every ``Batch``'s items one by one (other items pass as they are).
+
+    .. marble::
+        -B---c---|        B = Batch([a, b])
+        [ unbatch() ]
+        -(ab)-c--|
+    """
+
+    def _op(source: Observable[Any]) -> Observable[Any]:
+        def subscribe(
+            observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            emit = observer.on_next
+
+            def on_next(item: Any) -> None:
+                if isinstance(item, Batch):
+                    for one in item:
+                        emit(one)
+                else:
+                    emit(item)
+
+            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+    return _op
 
 
 class _Chain:

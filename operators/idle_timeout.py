@@ -20,6 +20,7 @@ from datetime import datetime
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 from rxcord.core.types import ErrorType, Operator, ProcessedChunk, ProviderError
+from rxcord.operators.fused import BatchAware
 from rxcord.operators.quiet_timer import QuietTimer
 
 
@@ -56,7 +57,8 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
         seconds: The allowed silence, measured from subscription and from each chunk.
 
     Returns:
-        An operator that passes chunks through unchanged.
+        An operator that passes chunks through unchanged; a ``Batch`` (one socket read's
+        chunks) passes whole and counts as one arrival (``rxcord.operators.fused.BatchAware``).
     """
 
     def _op(source: Observable[ProcessedChunk]) -> Observable[ProcessedChunk]:
@@ -101,4 +103,4 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
 
         return Observable(subscribe)
 
-    return _op
+    return BatchAware(_op, "idle_timeout")

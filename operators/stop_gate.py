@@ -22,10 +22,13 @@ from __future__ import annotations
 
 __all__ = ("stop_gate",)
 
+from collections.abc import Iterator, Sequence
+
 from reactivex import Observable, abc
 from reactivex import operators as ops
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
-from rxcord.core.types import Operator, ProcessedChunk, StopKind, StopSignal
+from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
+from rxcord.operators.fused import BatchAware
 
 
 def _not_kill(signal: StopSignal) -> bool:
@@ -64,7 +67,7 @@ class _Gate:
             return
         self.busy += 1
         try:
-            self.observer.on_next(chunk)
+            self.observer.on_next(_Gated(chunk.items, self) if isinstance(chunk, Batch) else chunk)
         finally:
             self.busy -= 1
         if self.pending is not None and not self.busy:
@@ -78,6 +81,29 @@ class _Gate:
 
     def on_completed(self) -> None:
         self.finish(self.pending)
+
+
+class _Gated(Batch[ProcessedChunk]):
+    """A batch handed on by the gate: its iteration ends once a stop is pending.
+
+    A stop raised while chunk N of the batch is being delivered (downstream of the
+    gate) is pending until that delivery returns; the consumer's next step in the
+    batch then finds the batch ended, and the gate emits the stop: between chunk N
+    and chunk N+1, as for chunks that come one by one.
+    """
+
+    __slots__ = ("_gate",)
+
+    def __init__(self, items: Sequence[ProcessedChunk], gate: _Gate) -> None:
+        super().__init__(items)
+        self._gate = gate
+
+    def __iter__(self) -> Iterator[ProcessedChunk]:
+        gate = self._gate
+        for item in self.items:
+            if gate.pending is not None or gate.done:
+                return
+            yield item
 
 
 def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, ProcessedChunk | StopSignal]:
@@ -94,7 +120,8 @@ def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, Process
             before subscription is not lost).
 
     Returns:
-        An operator emitting the source's chunks, then at most one ``StopSignal``.
+        An operator emitting the source's chunks, then at most one ``StopSignal``. A
+        ``Batch`` passes as one batch whose iteration ends at a pending stop (``_Gated``).
     """
     graceful = stops.pipe(ops.filter(_not_kill), ops.take(1))
 
@@ -115,4 +142,4 @@ def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, Process
 
         return Observable(subscribe)
 
-    return _op
+    return BatchAware(_op, "stop_gate")

@@ -45,7 +45,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal, overload
 
 import aiohttp
 import attrs
@@ -56,7 +56,7 @@ from reactivex.disposable import Disposable
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.redact import Redactor, credentials_in
-from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk
+from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
@@ -144,6 +144,7 @@ class _Commit:
         self.held: list[RawStreamChunk] = []
 
 
+@overload
 def stream_source(
     adapter: ProviderAdapter,
     request: HttpRequest,
@@ -153,7 +154,35 @@ def stream_source(
     stats: TransportStats | None = None,
     on_closed: Callable[[], None] | None = None,
     redactor: Redactor | None = None,
-) -> reactivex.Observable[RawStreamChunk]:
+    batched: Literal[False] = False,
+) -> reactivex.Observable[RawStreamChunk]: ...
+
+
+@overload
+def stream_source(
+    adapter: ProviderAdapter,
+    request: HttpRequest,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    config: TransportConfig | None = None,
+    stats: TransportStats | None = None,
+    on_closed: Callable[[], None] | None = None,
+    redactor: Redactor | None = None,
+    batched: Literal[True],
+) -> reactivex.Observable[RawStreamChunk | Batch[RawStreamChunk]]: ...
+
+
+def stream_source(
+    adapter: ProviderAdapter,
+    request: HttpRequest,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    config: TransportConfig | None = None,
+    stats: TransportStats | None = None,
+    on_closed: Callable[[], None] | None = None,
+    redactor: Redactor | None = None,
+    batched: bool = False,
+) -> reactivex.Observable[Any]:
     """A cold observable that performs *request* and emits its raw chunks.
 
     Args:
@@ -166,9 +195,14 @@ def stream_source(
         on_closed: Called once the pump task has finished (after a dispose too).
         redactor: Replaces the configured secrets in everything read (SSE data, bodies, error
             texts); by default the credentials of *request* itself (``credentials_in``).
+        batched: Emit one ``Batch`` of chunks per network read (a read's lone chunk as
+            itself) instead of one item per chunk: the chain's unit of flow
+            (``rxcord.compose.chain.build_chain(batched=True)``). The chunks, their order
+            and the commitment rules are the same.
 
     Returns:
-        An observable; each subscription makes its own HTTP request.
+        An observable of ``RawStreamChunk`` (and ``Batch[RawStreamChunk]`` when *batched*);
+        each subscription makes its own HTTP request.
     """
     cfg = config or TransportConfig()
     redact = redactor if redactor is not None else Redactor.of(*credentials_in(request.headers, request.url))
@@ -177,7 +211,7 @@ def stream_source(
         observer: abc.ObserverBase[RawStreamChunk], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         loop = asyncio.get_running_loop()
-        pump = _Pump(adapter, request, session, cfg, stats or TransportStats(), observer, redact)
+        pump = _Pump(adapter, request, session, cfg, stats or TransportStats(), observer, redact, batched)
         task = loop.create_task(pump.run(), name=f"rxcord:{adapter.name}")
         if on_closed is not None:
 
@@ -201,8 +235,18 @@ class _Pump:
     session: aiohttp.ClientSession | None
     cfg: TransportConfig
     stats: TransportStats
-    observer: abc.ObserverBase[RawStreamChunk]
+    observer: abc.ObserverBase[Any]
     redact: Redactor
+    batched: bool = False
+
+    def _send(self, chunks: list[RawStreamChunk]) -> None:
+        """Emit *chunks*: one ``Batch`` (batched; a lone chunk as itself), or one item each."""
+        if self.batched:
+            self.observer.on_next(chunks[0] if len(chunks) == 1 else Batch(chunks))
+            return
+        on_next = self.observer.on_next
+        for raw in chunks:
+            on_next(raw)
 
     async def run(self) -> None:
         try:
@@ -246,8 +290,8 @@ class _Pump:
                 await asyncio.sleep(delay)
                 delay *= 2
                 continue
-            self._emit_held(state)
-            self.observer.on_next(failed_raw)
+            held, state.held = state.held, []
+            self._send([*held, failed_raw])
             return
 
     async def _one_attempt(
@@ -258,31 +302,27 @@ class _Pump:
         async with contextlib.aclosing(self._chunks(body)) as batches:
             async for batch in batches:
                 if state.committed:
-                    on_next = self.observer.on_next
-                    for raw in batch:
-                        on_next(raw)
+                    self._send(batch)
                     continue
-                for raw in batch:
-                    if state.committed:
-                        self.observer.on_next(raw)
-                        continue
+                for index, raw in enumerate(batch):
                     rejection = self.adapter.rejection(raw)
                     if rejection is not None:
                         # Closing the generator releases the failed response before any retry.
                         return rejection, raw
                     if self.adapter.is_meaningful(raw):
+                        # Committed: what was held, this chunk and the rest of the read, unchecked.
                         state.committed = True
-                        self._emit_held(state)
-                        self.observer.on_next(raw)
-                    else:
-                        state.held.append(raw)
+                        held, state.held = state.held, []
+                        self._send([*held, *batch[index:]] if held else batch[index:])
+                        break
+                    state.held.append(raw)
         self._emit_held(state)
         return None
 
     def _emit_held(self, state: _Commit) -> None:
         held, state.held = state.held, []
-        for raw in held:
-            self.observer.on_next(raw)
+        if held:
+            self._send(held)
 
     async def _chunks(self, body: Mapping[str, Any]) -> AsyncGenerator[list[RawStreamChunk], None]:
         """The attempt's chunks, one batch per piece read from the network (errors as one-chunk batches)."""

@@ -31,14 +31,16 @@ from __future__ import annotations
 __all__ = ("build_chain",)
 
 from collections.abc import Callable
+from typing import Any
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 from rxcord.compose.pipeline import Merge, Pipeline, Send, StageContext
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.state import Delivery, StreamResult, StreamState
-from rxcord.core.types import ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
+from rxcord.core.types import Batch, ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
 from rxcord.operators.collect_result import collect_result
+from rxcord.operators.fused import unbatch
 from rxcord.operators.timeline import Timeline
 
 
@@ -119,7 +121,7 @@ class _Fan:
 
 
 def build_chain(
-    source: Observable[RawStreamChunk],
+    source: Observable[RawStreamChunk | Batch[RawStreamChunk]],
     *,
     normalizer: Callable[[], ChunkNormalizer],
     config: StreamConfig,
@@ -132,6 +134,7 @@ def build_chain(
     timeline: Timeline | None = None,
     describe: Callable[[ProviderError], str] | None = None,
     merge: Merge | None = None,
+    batched: bool = False,
 ) -> Observable[StreamResult]:
     """Compose the whole chain for one stream.
 
@@ -149,6 +152,9 @@ def build_chain(
             no recording operator is added at all.
         describe: The provider's error description function (the error embed's text).
         merge: Coalesces segments that queued behind a Discord send in flight (live delivery).
+        batched: *source* emits one ``Batch`` of raw chunks per socket read
+            (``stream_source(batched=True)``); the stages that take batches get them whole
+            (``rxcord.compose.pipeline``), the others one chunk at a time. Same results.
 
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
@@ -166,8 +172,11 @@ def build_chain(
         provider=provider,
     )
     branch = stages.build_delivery(context, timeline)
+    items: Observable[Any] = source
     if timeline is not None:
-        source = source.pipe(timeline.raw_tap())
-    routed: Observable[StreamState] = source.pipe(stages.build_routing(context, timeline))
+        # The taps record chunk by chunk: a recorded stream's chunks come one by one.
+        items = items.pipe(unbatch(), timeline.raw_tap()) if batched else items.pipe(timeline.raw_tap())
+        batched = False
+    routed: Observable[StreamState] = items.pipe(stages.build_routing(context, timeline, batched=batched))
     result = routed.pipe(_fan_out(branch), collect_result(stops, provider=provider))
     return result.pipe(timeline.result_tap()) if timeline is not None else result

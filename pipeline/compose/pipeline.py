@@ -34,6 +34,13 @@ inserted between two of them splits the fusion there and changes nothing else.
 Timeline taps are not stages: given a ``Timeline``, the builder adds its
 recording operators after the named points they observe (the end of stage 03,
 ``accumulate``, ``flush``, ``clean``); without one it adds none.
+
+Batches: built with ``batched=True`` (the source emits one ``Batch`` per socket
+read, ``stream_source(batched=True)``), the routing stages that take batches (the
+fused stages, ``idle_timeout``, ``stop_gate``, ``accumulate``:
+``rxcord.operators.fused.accepts_batches``) get them whole; ``unbatch`` is inserted
+before the first stage or tap that does not, so a user operator anywhere still
+sees one chunk at a time. ``accumulate`` emits one state per chunk.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ from rxcord.core.types import ChunkNormalizer, DeliveryMode, Operator, ProviderE
 from rxcord.operators.accumulate import accumulate
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import flush
-from rxcord.operators.fused import Fusable, TransducerFactory, fuse
+from rxcord.operators.fused import Fusable, TransducerFactory, accepts_batches, fuse, keeps_batches, unbatch
 from rxcord.operators.idle_timeout import idle_timeout
 from rxcord.operators.normalize import normalize
 from rxcord.operators.prefill import prefill
@@ -223,14 +230,17 @@ class Pipeline:
         raise KeyError(f"no stage named {point!r}; the stages are {', '.join(self.names)}")
 
     def build_routing(
-        self, context: StageContext, timeline: Timeline | None = None
+        self, context: StageContext, timeline: Timeline | None = None, *, batched: bool = False
     ) -> Operator[Any, StreamState]:
-        """The routing stages as one operator for one stream."""
+        """The routing stages as one operator for one stream.
+
+        *batched*: the source emits ``Batch`` es of raw chunks (see the module docstring).
+        """
         taps: dict[str, Operator[Any, Any]] = {}
         if timeline is not None:
             taps[_last_of_stage03(self.routing)] = timeline.chunk_tap()
             taps["accumulate"] = timeline.state_tap(context.stops)
-        return _compose(self.routing, context, taps)
+        return _compose(self.routing, context, taps, batched=batched)
 
     def build_delivery(
         self, context: StageContext, timeline: Timeline | None = None
@@ -259,9 +269,17 @@ def _last_of_stage03(stages: Sequence[Stage]) -> str:
 
 
 def _compose(
-    stages: Sequence[Stage], context: StageContext, taps: dict[str, Operator[Any, Any]]
+    stages: Sequence[Stage],
+    context: StageContext,
+    taps: dict[str, Operator[Any, Any]],
+    *,
+    batched: bool = False,
 ) -> Operator[Any, Any]:
-    """The stages' operators in order, runs of adjacent fusable ones fused, taps after their points."""
+    """The stages' operators in order, runs of adjacent fusable ones fused, taps after their points.
+
+    *batched*: the input is ``Batch`` es; ``unbatch`` goes before the first operator that
+    does not take them (and at the end, if batches would leave).
+    """
     operators: list[Operator[Any, Any]] = []
     run: list[Fusable] = []
 
@@ -270,18 +288,30 @@ def _compose(
             operators.append(fuse(run))
             run.clear()
 
+    def add(operator: Operator[Any, Any]) -> None:
+        nonlocal batched
+        if batched and not accepts_batches(operator):
+            end_run()
+            operators.append(unbatch())
+            batched = False
+        elif batched:
+            batched = keeps_batches(operator)
+        if isinstance(operator, Fusable):
+            run.append(operator)
+        else:
+            end_run()
+            operators.append(operator)
+
     for stage in stages:
         operator = stage.build(context)
         if operator is not None:
-            if isinstance(operator, Fusable):
-                run.append(operator)
-            else:
-                end_run()
-                operators.append(operator)
+            add(operator)
         tap = taps.get(stage.name)
         if tap is not None:
-            end_run()
-            operators.append(tap)
+            add(tap)
+    if batched:
+        end_run()
+        operators.append(unbatch())
     end_run()
     composed: Operator[Any, Any] = reactivex.compose(*operators)
     return composed

@@ -96,7 +96,13 @@ def build_stream(
     """
     redactor = stream_redactor(job)
     source = stream_source(
-        job.adapter, job.request, session=job.session, config=job.transport, stats=stats, redactor=redactor
+        job.adapter,
+        job.request,
+        session=job.session,
+        config=job.transport,
+        stats=stats,
+        redactor=redactor,
+        batched=True,  # one item per socket read through stages 02-04 (rxcord.compose.pipeline)
     )
     delivery: DiscordDelivery | EditInPlaceDelivery
     if job.config.delivery is DeliveryMode.EDIT:
@@ -132,6 +138,7 @@ def build_stream(
         guards=_request_guards(job),
         pipeline=job.pipeline,
         timeline=timeline,
+        batched=True,
     )
 
 

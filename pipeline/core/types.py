@@ -15,6 +15,7 @@ Python spelling.
 from __future__ import annotations
 
 __all__ = (
+    "Batch",
     "ChunkNormalizer",
     "ChunkType",
     "DeliveryMode",
@@ -35,8 +36,8 @@ __all__ = (
 )
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 from reactivex import Observable
@@ -48,6 +49,44 @@ Operator: TypeAlias = Callable[[Observable[_A]], Observable[_B]]
 """An Rx operator: a function from one observable to another."""
 
 _EMPTY: Mapping[str, Any] = {}
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Batch(Generic[_T_co]):
+    """The items of one socket read, moving through stages 02-04 as ONE Rx item.
+
+    The transport (``stream_source(batched=True)``) emits one ``Batch`` of
+    ``RawStreamChunk`` s per network read instead of one item per SSE event (a read's
+    lone event goes as itself); the
+    batch-aware stages of the chain (the fused stage 03, ``idle_timeout``,
+    ``stop_gate``, ``accumulate``) take it whole, so a read costs one observer hop
+    per stage instead of one per event. Every stage that does not know batches gets
+    the items one by one (the pipeline inserts ``rxcord.operators.fused.unbatch``
+    before it), and the results are the same either way.
+
+    A consumer only iterates a batch (``for item in batch``): the stop gate hands on
+    a batch whose iteration ends once a stop is pending, so a stop still lands
+    between two chunks.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Sequence[_T_co]) -> None:
+        self.items = items
+
+    def __iter__(self) -> Iterator[_T_co]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Batch) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Batch({list(self.items)!r})"
 
 
 class ChunkType(str, enum.Enum):
