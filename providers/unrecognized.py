@@ -47,6 +47,8 @@ _log = logger.bind(stage="03-normalize")
 UNRECOGNIZED_CODE: Final = "unrecognized_response"
 """``ProviderError.code`` of a stream in which nothing was recognised."""
 
+_DONE: Final = ChunkType.DONE
+
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
 
@@ -119,54 +121,58 @@ class RecognitionCheck:
     _hint: str | None = attrs.field(default=None, init=False)
     _id: str | None = attrs.field(default=None, init=False)
     _text_seen: bool = attrs.field(default=False, init=False)
+    _steady: bool = attrs.field(default=False, init=False)
+    """Recognised, the id looked for, visible text seen: only reasoning and ``done`` need work."""
 
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
         """Normalize *raw*; remember whether anything was recognised, and the response's id."""
         out = self.inner.feed(raw)
+        if self._steady:
+            # The common chunk of a long answer: one text chunk without reasoning.
+            for chunk in out:
+                if chunk.thoughts or chunk.type is _DONE:
+                    return self._marked(out)
+            return out
         if self._id is None:
             self._id = response_id(raw.data)
-        if not self._recognised:
-            if out:
-                self._recognised = True
-            else:
+        if not out:
+            if not self._recognised:
                 self._events += 1
                 if self._hint is None:
                     self._hint = _shape_hint(raw.data)
-        if out:
-            out = self._ordered(out)
-        return self._tagged(out) if out and self._id is not None else out
+            return out
+        # The id is in the first recognised event when the provider sends one (Anthropic's
+        # message_start, every OpenAI and Gemini chunk): later events are not searched.
+        self._recognised = True
+        out = self._marked(out)
+        self._steady = self._text_seen
+        return out
 
     def finish(self) -> Sequence[ProcessedChunk]:
         """The stream ended: the inner normalizer's last chunks, or the error when nothing was recognised."""
         out = self.inner.finish()
         if out or self._recognised:
-            return self._tagged(out) if out and self._id is not None else out
+            return self._marked(out) if out else out
         error = unrecognized_error(self.provider, self.expected, self._events, self._hint)
         _log.warning("{message}", message=error.message)
         return [ProcessedChunk.fail(error)]
 
-    def _ordered(self, chunks: Sequence[ProcessedChunk]) -> Sequence[ProcessedChunk]:
-        """*chunks*, each carrying reasoning after visible text marked ``after_text``."""
-        if not self._text_seen:
-            for index, chunk in enumerate(chunks):
-                if chunk.type is ChunkType.TEXT and chunk.content and not chunk.content.isspace():
-                    self._text_seen = True
-                    return [*chunks[: index + 1], *self._ordered(chunks[index + 1 :])]
-            return chunks
-        if not any(chunk.thoughts for chunk in chunks):
-            return chunks
-        return [
-            attrs.evolve(chunk, metadata={**chunk.metadata, AFTER_TEXT: True}) if chunk.thoughts else chunk
-            for chunk in chunks
-        ]
-
-    def _tagged(self, chunks: Sequence[ProcessedChunk]) -> Sequence[ProcessedChunk]:
-        """*chunks* with the response id on each ``done`` chunk's metadata (``request_id``)."""
-        if not any(chunk.type is ChunkType.DONE for chunk in chunks):
-            return chunks
-        return [
-            attrs.evolve(chunk, metadata={**chunk.metadata, "request_id": self._id})
-            if chunk.type is ChunkType.DONE and "request_id" not in chunk.metadata
-            else chunk
-            for chunk in chunks
-        ]
+    def _marked(self, chunks: Sequence[ProcessedChunk]) -> Sequence[ProcessedChunk]:
+        """*chunks* with ``after_text`` on reasoning after visible text and the id on ``done``."""
+        out: list[ProcessedChunk] | None = None
+        for index, chunk in enumerate(chunks):
+            metadata = None
+            if chunk.thoughts and self._text_seen:
+                metadata = {**chunk.metadata, AFTER_TEXT: True}
+            if chunk.type is _DONE and self._id is not None and "request_id" not in chunk.metadata:
+                metadata = {**(metadata or chunk.metadata), "request_id": self._id}
+            if chunk.type is ChunkType.TEXT and not self._text_seen:
+                content = chunk.content
+                self._text_seen = bool(content) and not content.isspace()
+            if metadata is not None:
+                if out is None:
+                    out = list(chunks[:index])
+                out.append(attrs.evolve(chunk, metadata=metadata))
+            elif out is not None:
+                out.append(chunk)
+        return chunks if out is None else out
