@@ -182,3 +182,24 @@ def test_a_config_error_exits_2_with_its_message(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == f"rxcord bot: {bad}:4: provider.tempreature: unknown key"
+
+
+@pytest.mark.timeout(120)
+async def test_in_a_thread_the_history_is_the_context(world: World) -> None:
+    bot = await world.bot(world.config(mode="aggregated"))
+    url = f"{world.emulator.base_url}/_emulator/threads"
+    body = {"channel_id": GENERAL, "author_id": BOB, "username": "bob", "name": "plans"}
+    async with world.session.post(url, json=body) as response:
+        assert response.status == 200, await response.text()
+        thread = (await response.json())["id"]
+    await world.say(thread, "we need a name words=1", author=BOB, name="bob")
+    await world.say(thread, "something short words=1")
+    await world.say(thread, f"{_me(bot)} any ideas? words=2")
+    await eventually(lambda: len(bot.finished) == 1, what="the answer in the thread")
+    chat = [(m["role"], m["content"]) for m in world.provider.requests[0]["messages"][1:]]
+    assert chat == [
+        ("user", "bob: we need a name words=1"),
+        ("user", "alice: something short words=1"),
+        ("user", "alice: any ideas? words=2"),
+    ]
+    assert world.bot_text(thread) == "Answer to any ideas? words=2: w0 w1"
