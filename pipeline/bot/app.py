@@ -375,7 +375,10 @@ class RxcordBot:
         if me in message.mentions or str(message.channel.id) in self.config.permissions.respond_channels:
             return True
         resolved = message.reference.resolved if message.reference is not None else None
-        return isinstance(resolved, discord.Message) and resolved.author.id == me.id
+        if not isinstance(resolved, discord.Message):
+            return False
+        persona = self.secrets.webhook_id
+        return resolved.author.id == me.id or (persona is not None and str(resolved.webhook_id) == persona)
 
     def _permitted(self, message: discord.Message) -> bool:
         channel = message.channel

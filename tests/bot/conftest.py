@@ -155,8 +155,8 @@ mode = "{mode}"
 """
         return parse_config(text)
 
-    async def bot(self, config: BotConfig) -> RxcordBot:
-        env = {"DISCORD_BOT_TOKEN": self.emulator.config.token, "ECHO_KEY": "echo-secret-key"}
+    async def bot(self, config: BotConfig, **more_env: str) -> RxcordBot:
+        env = {"DISCORD_BOT_TOKEN": self.emulator.config.token, "ECHO_KEY": "echo-secret-key", **more_env}
         bot = RxcordBot(config, env=env)
         self.bots.append(bot)
         await asyncio.wait_for(bot.start(), 30)

@@ -203,3 +203,21 @@ async def test_in_a_thread_the_history_is_the_context(world: World) -> None:
         ("user", "alice: any ideas? words=2"),
     ]
     assert world.bot_text(thread) == "Answer to any ideas? words=2: w0 w1"
+
+
+@pytest.mark.timeout(120)
+async def test_a_persona_answers_through_its_webhook_and_its_answers_are_the_assistant(world: World) -> None:
+    hook = world.emulator.add_webhook(GENERAL)
+    config = world.config('[persona]\nwebhook_url_env = "HOOK"\nusername = "Sage"\n', mode="live")
+    bot = await world.bot(config, HOOK=f"{world.emulator.base_url}/webhooks/{hook.id}/{hook.token}")
+    await world.say(GENERAL, f"{_me(bot)} who are you words=2")
+    await eventually(lambda: len(bot.finished) == 1, what="the persona's answer")
+    answers = [m for m in world.emulator.messages(GENERAL) if m.get("webhook_id") == hook.id]
+    assert [(m["author"]["username"], m["content"]) for m in answers][-1] == (
+        "Sage",
+        "Answer to who are you words=2: w0 w1",
+    )
+    await world.say(GENERAL, "and then? words=1", reply_to=answers[-1]["id"])
+    await eventually(lambda: len(bot.finished) == 2, what="the second answer")
+    roles = [m["role"] for m in world.provider.requests[1]["messages"]]
+    assert roles[-2:] == ["assistant", "user"]
