@@ -58,19 +58,28 @@ so each process keeps its own count, as the in-process limiter does.
 
 When Redis is down or slow
 --------------------------
-Every Redis call has a deadline (``redis_timeout``). When one fails or times
-out, the store logs it once and the limiter runs on its own in-process state
-(every response is also learnt locally, so the local buckets are warm) with a
-**conservative** global meter: the global limit
+Every Redis call has a deadline: ``redis_timeout``, or the longer
+``slow_timeout`` while Redis answered within the last two seconds (a Redis that
+just answered is slow, not down: on a loaded machine the short deadline made
+processes fall back needlessly, and fallback sends on top of a full shared
+meter earned global 429s). When a call fails or times out, the store logs it
+once and the limiter runs on its own in-process state (every response is also
+learnt locally, so the local buckets are warm) with a **conservative** global
+meter: the global limit
 divided by the number of limiter processes Redis last reported (or by
 ``fallback_processes`` if larger). Its first token comes only after the last
 send the shared meter had reserved for this process (those reservations are
 still honoured, so issuing local tokens beside them would double the rate),
 and with no burst allowance, because the others may just have used the whole
-budget. When Redis comes back, the backlog the fallback meter ran up is carried
-into the shared meter, in case Redis restarted empty. Streams keep going. A
-request
-is never sent twice because of Redis: the limiter only decides *when* a
+budget. Every send the fallback admits is also *charged* to the shared meter in
+the background, best effort: a Redis that is slow rather than down (a loaded
+machine, the usual cause of a fallback) takes the charge a moment later, so the
+processes still on the shared meter leave room for this one's sends and all of
+them together stay within the shared bound; a Redis that is really down has
+nobody on the shared meter, and the shares add up to the limit. When Redis
+comes back, the backlog the fallback meter ran up is carried into the shared
+meter, in case Redis restarted empty. Streams keep going. A request is never
+sent twice because of Redis: the limiter only decides *when* a
 request leaves; retries remain ``RestSink``'s (with its nonces). At most one
 probe per ``retry_interval`` tries Redis again; the first one that succeeds
 logs the recovery and the shared state is used from then on (if the server
@@ -119,6 +128,9 @@ from rxcord.sinks.ratelimit import (
 _log = logger.bind(stage="07-ratelimit-redis")
 
 _EPSILON: Final = 1e-9
+
+_SLOW_WINDOW: Final = 2.0
+"""Seconds after a Redis answer during which a slow call gets ``slow_timeout`` (see ``RedisStore``)."""
 
 _PRELUDE: Final = """
 if redis.replicate_commands then pcall(redis.replicate_commands) end
@@ -292,6 +304,18 @@ return 1
 )
 """Learn one response: discovery, headers (sequence-aware), 429 blocks (``RateLimiter.learn`` in Lua)."""
 
+_DEBT: Final = """
+-- KEYS: 1 global state; ARGV: 1 seconds of meter time the fallback spent, 2 ttl ms
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local tat = math.max(tonumber(redis.call('HGET', KEYS[1], 'tat')) or now, now) + tonumber(ARGV[1])
+redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 1
+"""
+"""Charge the shared meter for sends the fallback admitted (so the processes still on Redis slow down)."""
+
 
 def token_namespace(token: str) -> str:
     """A Redis namespace for one bot token: a short digest, so the token never reaches a key or a log."""
@@ -310,6 +334,10 @@ class RedisLimiterStats:
     """429 answers learnt."""
     rate_limited_undiscovered: int = 0
     """429 answers on routes whose bucket was not known yet (discovery; not the limiter's fault)."""
+    charged: int = 0
+    """Fallback sends charged to the shared meter afterwards (Redis slow, not down)."""
+    uncharged: int = 0
+    """Fallback sends that could not be charged (Redis down)."""
     outages: int = 0
     """Times the store switched to the local fallback."""
     recoveries: int = 0
@@ -330,6 +358,10 @@ class RedisStore:
         global_limit: Requests per ``global_period`` for all processes together; ``None`` disables the meter.
         global_period: The meter's window in seconds.
         redis_timeout: Deadline of each Redis call; slower counts as down.
+        slow_timeout: The deadline while Redis answered within the last ``slow_window`` seconds
+            (default: four times ``redis_timeout``): a Redis that just answered is slow, not
+            down (a loaded machine), and waiting for it keeps this process on the shared
+            meter instead of adding fallback sends on top of it.
         max_connections: Size of the connection pool this store creates.
         retry_interval: Seconds between attempts to reach Redis again while it is down.
         fallback_processes: Processes assumed to share the token when Redis is down (at least this
@@ -344,6 +376,7 @@ class RedisStore:
         "global_limit",
         "global_period",
         "redis_timeout",
+        "slow_timeout",
         "max_connections",
         "retry_interval",
         "fallback_processes",
@@ -353,11 +386,14 @@ class RedisStore:
 
     __slots__ = (
         "_client",
+        "_debt",
+        "_debt_task",
         "_down",
         "_fallback",
         "_fallback_processes",
         "_horizon",
         "_interval",
+        "_last_ok",
         "_limiter",
         "_owns_client",
         "_peers",
@@ -368,6 +404,7 @@ class RedisStore:
         "_retry_at",
         "_retry_interval",
         "_scripts",
+        "_slow_timeout",
         "_tasks",
         "_ttl_ms",
         "stats",
@@ -383,6 +420,7 @@ class RedisStore:
         global_limit: int | None = DEFAULT_GLOBAL_METER,
         global_period: float = 1.0,
         redis_timeout: float = 0.5,
+        slow_timeout: float | None = None,
         max_connections: int = 8,
         retry_interval: float = 1.0,
         fallback_processes: int = 1,
@@ -398,7 +436,7 @@ class RedisStore:
                 max_connections=max_connections,
                 timeout=None,
                 decode_responses=True,
-                socket_timeout=redis_timeout,
+                socket_timeout=slow_timeout or redis_timeout * 4,
                 socket_connect_timeout=redis_timeout,
                 # One immediate retry replaces a pooled connection the server closed
                 # (a restart); anything longer would stall a stream instead of falling back.
@@ -415,10 +453,20 @@ class RedisStore:
         self._period = global_period
         self._interval = global_period / global_limit if global_limit else 0.0
         self._redis_timeout = redis_timeout
+        self._slow_timeout = max(redis_timeout, slow_timeout or redis_timeout * 4)
+        self._last_ok = -math.inf
+        """Local time of the last Redis answer."""
         self._retry_interval = retry_interval
         self._fallback_processes = max(1, fallback_processes)
         self._ttl_ms = str(max(1, round(state_ttl * 1000)))
-        self._scripts = (client.register_script(_TAKE), client.register_script(_LEARN))
+        self._scripts = (
+            client.register_script(_TAKE),
+            client.register_script(_LEARN),
+            client.register_script(_DEBT),
+        )
+        self._debt = 0
+        """Fallback sends not yet charged to the shared meter."""
+        self._debt_task: asyncio.Task[None] | None = None
         self._peers = 0
         self._down = False
         self._retry_at = -math.inf
@@ -485,6 +533,7 @@ class RedisStore:
             admitted = await self._fallback.admit(slot)
             if admitted:
                 self.stats.local_takes += 1
+                self._charge(1)
             return Grant(taken=admitted)
         if grant.taken:
             self.stats.shared_takes += 1
@@ -527,7 +576,7 @@ class RedisStore:
                         repr(self._meter_floor()),
                     ],
                 ),
-                self._redis_timeout,
+                self._deadline(),
             )
         except (RedisError, OSError, TimeoutError) as exc:
             self._went_down(exc)
@@ -587,9 +636,42 @@ class RedisStore:
         if self._down:
             return
         try:
-            await asyncio.wait_for(self._scripts[1](keys=keys, args=args), self._redis_timeout)
+            await asyncio.wait_for(self._scripts[1](keys=keys, args=args), self._deadline())
         except (RedisError, OSError, TimeoutError) as exc:
             self._went_down(exc)
+            return
+        self._last_ok = self._now()
+
+    def _charge(self, sends: int) -> None:
+        """Charge fallback sends to the shared meter in the background (best effort).
+
+        A Redis that is slow rather than down (a loaded machine) still takes the charge a
+        moment later, so the processes on the shared meter leave room for this one's
+        fallback sends: together they stay within the shared bound. If Redis is really
+        down nobody is on the shared meter, and the fallback shares add up to the limit.
+        """
+        if not self._interval:
+            return
+        self._debt += sends
+        if self._debt_task is None or self._debt_task.done():
+            self._debt_task = asyncio.get_running_loop().create_task(self._pay_debt())
+            self._tasks.add(self._debt_task)
+            self._debt_task.add_done_callback(self._tasks.discard)
+
+    async def _pay_debt(self) -> None:
+        while self._debt:
+            sends, self._debt = self._debt, 0
+            try:
+                await asyncio.wait_for(
+                    self._scripts[2](
+                        keys=[self._key("global")], args=[repr(sends * self._interval), self._ttl_ms]
+                    ),
+                    self._redis_timeout * 4,
+                )
+            except (RedisError, OSError, TimeoutError):
+                self.stats.uncharged += sends  # Redis really is down: nobody is on the shared meter
+                return
+            self.stats.charged += sends
 
     def _now(self) -> float:
         if self._limiter is not None:
@@ -631,10 +713,8 @@ class RedisStore:
             # others may just have spent the whole global budget.
             interval = self._interval * processes
             self._fallback.interval = interval
-            self._fallback.tolerance = max(0.0, self._period - interval)
-            self._fallback.tat = max(
-                self._fallback.tat, now + self._period - interval, self._horizon + self._period
-            )
+            self._fallback.tolerance = 0.0
+            self._fallback.tat = max(self._fallback.tat, now, self._horizon + interval)
         rate = (self._period / self._interval / processes) if self._interval else math.inf
         _log.warning(
             "Redis unreachable ({error}): local rate limits, global meter {rate:.1f}/s "
@@ -644,7 +724,14 @@ class RedisStore:
             processes=processes,
         )
 
+    def _deadline(self) -> float:
+        """``slow_timeout`` while Redis answered recently (slow, not down), else ``redis_timeout``."""
+        if self._now() - self._last_ok < _SLOW_WINDOW:
+            return self._slow_timeout
+        return self._redis_timeout
+
     def _came_back(self) -> None:
+        self._last_ok = self._now()
         if not self._down:
             return
         self._down = False

@@ -376,3 +376,32 @@ async def test_redis_a_bucket_refilled_without_an_answer_refills_once(redis_url:
         assert taken == 5
     finally:
         await limiter.aclose()
+
+
+async def test_redis_fallback_sends_are_charged_to_the_shared_meter(redis_url: str) -> None:
+    """A process on its fallback while Redis is only slow: its sends still reach the shared meter.
+
+    So the processes still on Redis slow down by as much, and together they stay within the
+    shared bound (the 429s of a loaded machine came from fallback sends on top of a full
+    shared meter).
+    """
+    namespace = _namespace()
+    limiter = make_limiter(redis_url, namespace=namespace, global_limit=10, retry_interval=60.0)
+    store = _store(limiter)
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        assert await limiter.connect()
+        seconds, micros = await client.time()
+        started = seconds + micros / 1e6
+        store._went_down(TimeoutError("slow"))  # a timed-out call: the fallback for a minute
+        for number in range(5):
+            async with limiter.acquire(
+                Route("POST", "/channels/{channel_id}/messages", (str(number),))
+            ) as slot:
+                await slot.wait()
+        await limiter.aclose()  # waits for the background charge
+        assert (store.stats.local_takes, store.stats.charged, store.stats.uncharged) == (5, 5, 0)
+        tat = float(await client.hget(f"rxcord:{{{namespace}}}:global", "tat") or 0)
+        assert tat - started >= 0.5 - 0.01  # 5 sends at 10/s were charged to the shared meter
+    finally:
+        await client.aclose()
