@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from loguru import logger
 from rxcord import StreamStatus
 from rxcord.bot.app import RxcordBot
 
@@ -16,6 +17,9 @@ from tests.bot.conftest import BOB, GENERAL, TESTING, World, eventually, idle
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["aggregated", "live", "edit"])
 async def test_a_mention_gets_a_streamed_reply(world: World, mode: str) -> None:
+    lines: list[str] = []
+    logger.enable("rxcord")
+    handler = logger.add(lines.append, level="DEBUG", filter="rxcord", format="{message} {extra}")
     bot = await world.bot(world.config(mode=mode))
     assert bot.client.user is not None
     question = "hello gate words=30" if mode == "edit" else "hello words=30"
@@ -34,6 +38,11 @@ async def test_a_mention_gets_a_streamed_reply(world: World, mode: str) -> None:
         assert first["edited_timestamp"] is not None
     else:
         assert edits == 0
+    logger.remove(handler)
+    logger.disable("rxcord")
+    assert any("answering message" in line for line in lines)
+    secrets = (world.emulator.config.token, "echo-secret-key")
+    assert not [line for line in lines if any(secret in line for secret in secrets)]
 
 
 def _me(bot: RxcordBot) -> str:
