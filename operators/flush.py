@@ -157,7 +157,7 @@ class Flusher:
     _texts: int = attrs.field(init=False, default=0)
     _closed: bool = attrs.field(init=False, default=False)
     _unscanned: list[str] = attrs.field(init=False, factory=list)
-    """Live text held but not yet scanned (see ``_defers``)."""
+    """Text held but not yet scanned (live: see ``_defers``; aggregated: all of it until read)."""
 
     def __attrs_post_init__(self) -> None:
         self._live = self.config.delivery is DeliveryMode.LIVE
@@ -209,6 +209,10 @@ class Flusher:
             self._route(carry, final=True)
             if self._mode != _VISIBLE:
                 self._end_block()
+        if final and not self._live and self._tableless():
+            # The end of an aggregated stream reads only the tables from the scanner (no cut
+            # points, and no fence to close): text that cannot hold one is not scanned.
+            self._unscanned.clear()
         self._catch_up()
         if final:
             self._scanner.finish()
@@ -337,15 +341,14 @@ class Flusher:
     def _visible(self, text: str) -> None:
         if not text:
             return
-        scanner = self._scanner
         if not self._live:
-            scanner.feed(text)
+            # Aggregated: scanned only when the scanner is read (a "<" that may open a tag, the
+            # end), in one piece; at the end not at all when it cannot hold a table (``flush``).
+            self._unscanned.append(text)
             self._pieces.append(text)
             self._fed += len(text)
-            if scanner.tables:
-                self._tables.extend(scanner.tables)
-                scanner.tables.clear()
             return
+        scanner = self._scanner
         if self._defers(text):
             self._unscanned.append(text)
             self._pieces.append(text)
@@ -382,6 +385,10 @@ class Flusher:
             return True
         scanner = self._scanner
         return scanner.quiet_path and scanner.mid_line and scanner.quiet
+
+    def _tableless(self) -> bool:
+        """Whether the text not scanned yet cannot hold (or end) a table: no ``|``, no table open."""
+        return self._scanner.table_start is None and not any("|" in text for text in self._unscanned)
 
     def _catch_up(self) -> None:
         """Scan the live text that was held unscanned, and take its cut points."""

@@ -701,3 +701,25 @@ def test_a_long_block_never_releases_a_piece_of_blank_lines_alone() -> None:
     for piece in pieces:
         assert not is_blank_piece(piece), pieces
     assert reconstruct(text, pieces, drop_whitespace=False) is not None
+
+
+def test_aggregated_text_is_scanned_only_when_read() -> None:
+    """Aggregated mode scans text once, when a "<" must be decided or a table may be in it; plain
+    text without either is never scanned (its cut points would be thrown away)."""
+    fed: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        original = MarkdownScanner.feed
+
+        def counting(self: MarkdownScanner, text: str) -> None:
+            fed.append(text)
+            original(self, text)
+
+        patch.setattr(MarkdownScanner, "feed", counting)
+        plain = "One.\n\nTwo, with `code` and\n```py\nx = 1\n```\n"
+        assert run(AGG, [plain[i : i + 3] for i in range(0, len(plain), 3)]) == [seg(plain, final=True)]
+        assert fed == []
+        table = "Hi <b>\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+        assert texts(run(AGG, [table[i : i + 4] for i in range(0, len(table), 4)])) == [
+            "Hi <b>\n```\na | b\n--+--\n1 | 2\n```\n"
+        ]
+        assert "".join(fed) == table and len(fed) == 2
