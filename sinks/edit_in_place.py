@@ -58,6 +58,12 @@ from rxcord.sinks.delivery import DiscordDelivery
 
 _log = logger.bind(stage="07-edit")
 
+_DISCARDED: Final = frozenset(
+    {StreamStatus.FOLLOW_UP_INTERRUPT, StreamStatus.KILLED}
+    | {StreamStatus.for_stop(kind) for kind in StopKind if kind.is_internal}
+) - {StreamStatus.SPEAKER_GUARD}
+"""Endings whose text is discarded (stage 05 releases nothing): the previews stay as shown."""
+
 _GROWTH_CAP: Final = 400
 """A preview is sent once the text grew by a sixteenth, or by this many characters."""
 
@@ -85,6 +91,9 @@ class Preview(Segment):
     count: int = 0
     chars: int = 0
     """Characters of visible text routed so far."""
+    closing: bool = False
+    """The stream ended and its text was flushed: if no final text came (it cleaned to nothing),
+    the previews' messages are deleted, as aggregated delivery would have sent nothing."""
 
 
 def snapshot(deltas: Sequence[str], config: StreamConfig) -> str:
@@ -128,12 +137,18 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
             ended = False
             chars = 0
 
+            def close(status: StreamStatus | None) -> None:
+                nonlocal ended
+                ended = True
+                if status not in _DISCARDED:
+                    observer.on_next(Preview(kind=SegmentKind.PREVIEW, closing=True))
+
             def on_next(state: StreamState) -> None:
-                nonlocal ended, chars
+                nonlocal chars
                 if ended:
                     return
                 if state.status is not StreamStatus.STREAMING:
-                    ended = True
+                    close(state.status)
                     return
                 if state.delta:
                     deltas.append(state.delta)
@@ -141,7 +156,12 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
                     preview = Preview(kind=SegmentKind.PREVIEW, deltas=deltas, count=len(deltas), chars=chars)
                     observer.on_next(preview)
 
-            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
+            def on_completed() -> None:
+                if not ended:
+                    close(None)
+                observer.on_completed()
+
+            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
 
         return Observable(subscribe)
 
@@ -204,7 +224,11 @@ class EditInPlaceDelivery:
                 return reactivex.just(Delivery())
             return from_coro(self._typing)
         if isinstance(item, Preview):
-            if self.finished or self.stopped is not None or not self._grown(item):
+            if self.finished or self.stopped is not None:
+                return reactivex.just(Delivery())
+            if item.closing:  # the final text cleaned to nothing: nothing stays
+                return from_coro(_Apply(self, Segment(kind=SegmentKind.TEXT), final=True))
+            if not self._grown(item):
                 return reactivex.just(Delivery())
             return from_coro(_Apply(self, item, final=False))
         if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
@@ -252,7 +276,9 @@ class EditInPlaceDelivery:
             text = snapshot(segment.deltas[: segment.count], self.config)
         else:
             text = segment.text
-        payloads = self.plan(text)
+        # Blank text plans no message (the reply notice of a webhook persona included), as
+        # aggregated delivery drops a blank final segment.
+        payloads = self.plan(text) if text.strip() else []
         if final:
             self.finished = True
         result: list[SentMessage] = []
