@@ -13,8 +13,10 @@ from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookErr
 from rxcord.core.types import StopKind
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
-from rxcord.sinks.ratelimit import RateLimiter
-from rxcord.sinks.rest import Backoff, RestSink
+from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
+from rxcord.sinks.rest import Backoff, RestSink, TokenRejectedError
+
+from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited
 
 TOKEN = "emulator-token"
 CHANNEL = "100000000000000001"
@@ -281,11 +283,6 @@ async def test_shared_limiter_serializes_two_sinks(emulator: DiscordEmulator) ->
 
 # -- Discord faults (issue 15), against the scripted fake Discord -------------------------
 
-from rxcord.sinks.ratelimit import RateLimitError, Route  # noqa: E402
-from rxcord.sinks.rest import TokenRejectedError  # noqa: E402
-
-from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited  # noqa: E402
-
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
@@ -318,12 +315,21 @@ async def test_rejected_token_is_remembered(fake: FakeDiscord) -> None:
 
 async def test_bodyless_429_pauses_every_route(fake: FakeDiscord) -> None:
     """A Cloudflare 429 (HTML, Retry-After only) pauses globally; the retry waits it out, then succeeds."""
+    clock = [0.0]
     waits: list[tuple[str, float]] = []
+
+    async def sleep(seconds: float) -> None:  # the limiter's clock moves only when it sleeps
+        clock[0] += seconds
+        await asyncio.sleep(0)
+
+    limiter = RateLimiter(clock=lambda: clock[0], sleep=sleep, on_wait=lambda r, s: waits.append((r.key, s)))
     fake.script(Step("status", status=429, body=b"<html>1015</html>", headers={"Retry-After": "0.3"}))
-    async with _fake_sink(fake, limiter=RateLimiter(on_wait=lambda r, s: waits.append((r.key, s)))) as sink:
+    async with _fake_sink(fake, limiter=limiter) as sink:
         sent = await sink.create_message(_ctx(), {"content": "hello"})
-    assert sent.message_id is not None and fake.contents() == ["hello"]
-    assert len(waits) == 1 and waits[0][1] == pytest.approx(0.3, abs=0.05)
+        assert limiter.global_paused_until == pytest.approx(0.3)
+        await sink.create_message(_ctx("2"), {"content": "other channel"})
+    assert sent.message_id is not None and fake.contents() == ["hello", "other channel"]
+    assert waits == [(ROUTE_CREATE, pytest.approx(0.3))]
 
 
 @pytest.mark.parametrize("body", [b'{"retry_after": NaN, "global": false}', b'{"retry_after": -1}', b"{}"])
@@ -428,22 +434,26 @@ async def test_edit_and_delete_messages(fake: FakeDiscord) -> None:
 
 
 async def test_edit_route_has_its_own_bucket(fake: FakeDiscord) -> None:
-    """A 429 on the edit route holds back edits only: creates in the same channel go on at once."""
+    """A 429 on the edit route holds back edits only: a create in the same channel goes on at once."""
     waits: list[str] = []
-    fake.script(rate_limited(0.2, scope="user"), on="edit")
+    fake.script(rate_limited(1.0, scope="user"), on="edit")
     async with _fake_sink(fake, limiter=RateLimiter(on_wait=lambda r, s: waits.append(r.key))) as sink:
         first = await sink.create_message(_ctx(), {"content": "a"})
         assert first.message_id
         edit = asyncio.ensure_future(sink.edit_message(_ctx(), first.message_id, {"content": "b"}))
-        await asyncio.sleep(0.05)
+        while len(fake.requests) < 2:  # the edit's first attempt (the 429) has been answered
+            await asyncio.sleep(0.01)
         await sink.create_message(_ctx(), {"content": "c"})
-        assert not edit.done()  # the create did not queue behind the rate-limited edit
         await edit
-    assert waits == [f"PATCH {'/channels/{channel_id}/messages/{message_id}'}"]
-    assert (
-        Route("PATCH", "/channels/{channel_id}/messages/{message_id}").key
-        != Route("POST", "/channels/{channel_id}/messages").key
-    )
+    edit_path = f"channels/{CHANNEL}/messages/{first.message_id}"
+    create_path = f"channels/{CHANNEL}/messages"
+    assert fake.requests == [
+        ("POST", create_path),
+        ("PATCH", edit_path),
+        ("POST", create_path),
+        ("PATCH", edit_path),
+    ]
+    assert waits == ["PATCH /channels/{channel_id}/messages/{message_id}"]  # the create never waited
 
 
 async def test_reply_notice_links_into_the_thread(fake: FakeDiscord) -> None:
