@@ -10,7 +10,7 @@ It uses the Redis at ``RXCORD_REDIS_URL`` if set, otherwise it starts a redis-se
 The parent starts ONE Discord emulator on 127.0.0.1 (global limit 50/s for the token,
 message buckets of 2 per 1 s per channel, so every channel also waits on its bucket)
 and four worker processes. Each worker runs one ``RestSink`` with one
-``RedisRateLimiter`` (the default global meter, 45/s for the whole token) and 50
+limiter sharing its state through a ``RedisStore`` (the default global meter, 45/s for the whole token) and 50
 concurrent streams of 4 messages, each stream into its own channel. Workers connect
 and warm up first, then all start on one "go".
 

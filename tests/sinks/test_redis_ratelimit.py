@@ -231,7 +231,9 @@ async def test_redis_slow_falls_back_and_recovers(redis_url: str, sinks_for: Any
     """Redis paused (too slow to answer): messages keep flowing meanwhile; then the shared state is used."""
     config = EmulatorConfig(channel_limit=5, channel_window=0.5)
     async with DiscordEmulator(config) as emulator:
-        limiter = make_limiter(redis_url, namespace=_namespace(), redis_timeout=0.1, retry_interval=0.1)
+        limiter = make_limiter(
+            redis_url, namespace=_namespace(), redis_timeout=0.1, slow_timeout=0.1, retry_interval=0.1
+        )
         store = _store(limiter)
         (sink,) = sinks_for(emulator.base_url, [limiter])
         plan = [(_channel(1), "a", 12), (_channel(2), "b", 12)]
