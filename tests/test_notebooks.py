@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 from rxcord.cli.chat import API_KEY_VARIABLES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EXPECTED = [
     "01-quickstart",

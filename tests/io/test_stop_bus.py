@@ -161,7 +161,7 @@ async def test_redis_stop_bus_between_real_processes(redis_url: str, bus_factory
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.pipeline.test_stop_bus",
+        "tests.io.test_stop_bus",
         redis_url,
         namespace,
         cwd=ROOT,

@@ -30,7 +30,7 @@ from rxcord.operators.reasoning_tags import CLOSE_RE, DETAILS_CLOSE_RE, DETAILS_
 from rxcord.sinks.split_message import split_message
 
 from tests.marbles import marbles
-from tests.operators.test_split_message import fences_balanced, reconstruct
+from tests.sinks.test_split_message import fences_balanced, reconstruct
 from tests.strategies import CUTS, cut
 from tests.work import assert_linear
 

@@ -20,7 +20,7 @@ from rxcord.operators.flush import Flusher
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.delivery import DiscordDelivery
 
-from tests.operators.test_split_message import fences_balanced
+from tests.sinks.test_split_message import fences_balanced
 from tests.strategies import CUTS, cut
 
 
