@@ -286,7 +286,16 @@ class Usage:
     """Cost the provider reported (never an estimate)."""
 
 
-@attrs.frozen(kw_only=True)
+# The two per-chunk types below are attrs frozen classes with a hand-written ``__init__``
+# (``init=False``): attrs' generated one sets each field through ``object.__setattr__``
+# (a frozen class forbids plain assignment), about 1.6 µs for a ProcessedChunk; setting the
+# slots through their member descriptors (``_Slot.__set__``, which the frozen ``__setattr__``
+# does not intercept) does the same in about half. Equality, repr, hashing, immutability,
+# ``attrs.evolve``, ``attrs.fields`` and cattrs are attrs' as before; the signature is the
+# one attrs would generate (``tests/test_hot_types.py`` checks both against the fields).
+
+
+@attrs.frozen(kw_only=True, init=False)
 class RawStreamChunk:
     """A provider-native chunk as stage 02 yields it (before normalization)."""
 
@@ -301,6 +310,29 @@ class RawStreamChunk:
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     """Transport facts (HTTP status, attempt number)."""
 
+    def __init__(
+        self,
+        *,
+        provider: str,
+        data: Any = None,
+        event: str | None = None,
+        error: ProviderError | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        _raw_provider(self, provider)
+        _raw_data(self, data)
+        _raw_event(self, event)
+        _raw_error(self, error)
+        _raw_metadata(self, {} if metadata is None else metadata)
+
+
+_raw_slots: Any = RawStreamChunk
+_raw_provider = _raw_slots.provider.__set__
+_raw_data = _raw_slots.data.__set__
+_raw_event = _raw_slots.event.__set__
+_raw_error = _raw_slots.error.__set__
+_raw_metadata = _raw_slots.metadata.__set__
+
 
 def _check_payload(instance: ProcessedChunk, _attribute: object, value: ChunkType) -> None:
     if value is ChunkType.FUNCTION_CALL and instance.function_call is None:
@@ -309,7 +341,7 @@ def _check_payload(instance: ProcessedChunk, _attribute: object, value: ChunkTyp
         raise ValueError("an error chunk needs error")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class ProcessedChunk:
     """The uniform chunk the orchestrator routes (the seed's ``ProcessedChunk``).
 
@@ -318,6 +350,7 @@ class ProcessedChunk:
     """
 
     type: ChunkType = attrs.field(validator=_check_payload)
+    """The validator runs in the hand-written ``__init__`` (and in ``attrs.validate``)."""
     content: str = ""
     """Visible text (``text`` chunks)."""
     function_call: FunctionCall | None = None
@@ -329,6 +362,29 @@ class ProcessedChunk:
     """The backend that actually served the request (OpenRouter's chunk-level ``provider``)."""
     usage: Usage | None = None
     """Usage reported with this chunk (the latest report wins)."""
+
+    def __init__(
+        self,
+        *,
+        type: ChunkType,
+        content: str = "",
+        function_call: FunctionCall | None = None,
+        error: ProviderError | None = None,
+        thoughts: tuple[ThoughtLogEntry, ...] = (),
+        metadata: Mapping[str, Any] | None = None,
+        serving_provider: str | None = None,
+        usage: Usage | None = None,
+    ) -> None:
+        _pc_type(self, type)
+        _pc_content(self, content)
+        _pc_function_call(self, function_call)
+        _pc_error(self, error)
+        _pc_thoughts(self, thoughts)
+        _pc_metadata(self, {} if metadata is None else metadata)
+        _pc_serving_provider(self, serving_provider)
+        _pc_usage(self, usage)
+        if type is ChunkType.FUNCTION_CALL or type is ChunkType.ERROR:
+            _check_payload(self, None, type)
 
     @classmethod
     def text(
@@ -370,6 +426,17 @@ class ProcessedChunk:
         if raw_finish_reason is not None:
             meta["raw_finish_reason"] = raw_finish_reason
         return cls(type=ChunkType.DONE, metadata=meta, usage=usage, serving_provider=serving_provider)
+
+
+_pc_slots: Any = ProcessedChunk
+_pc_type = _pc_slots.type.__set__
+_pc_content = _pc_slots.content.__set__
+_pc_function_call = _pc_slots.function_call.__set__
+_pc_error = _pc_slots.error.__set__
+_pc_thoughts = _pc_slots.thoughts.__set__
+_pc_metadata = _pc_slots.metadata.__set__
+_pc_serving_provider = _pc_slots.serving_provider.__set__
+_pc_usage = _pc_slots.usage.__set__
 
 
 class ChunkNormalizer(Protocol):

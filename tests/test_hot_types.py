@@ -1,0 +1,108 @@
+"""The per-chunk types' hand-written initialisers agree with their attrs fields (issue 18).
+
+``RawStreamChunk`` and ``ProcessedChunk`` are attrs frozen classes with ``init=False`` and an
+``__init__`` of their own that sets the slots directly (cheaper than attrs' generated one). These
+tests pin it to the fields: the same keyword-only parameters, the same defaults, every field set,
+the validator run, and the frozen, equality and ``attrs.evolve`` behaviour unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rxcord.core.types import (
+    ChunkType,
+    ErrorType,
+    FunctionCall,
+    ProcessedChunk,
+    ProviderError,
+    RawStreamChunk,
+    ThoughtKind,
+    ThoughtLogEntry,
+    Usage,
+)
+
+HOT = (RawStreamChunk, ProcessedChunk)
+
+
+@pytest.mark.parametrize("cls", HOT, ids=lambda c: c.__name__)
+def test_the_signature_is_the_one_attrs_would_generate(cls: type) -> None:
+    params = inspect.signature(cls.__init__).parameters
+    names = [name for name in params if name != "self"]
+    fields = attrs.fields(cls)
+    assert names == [field.name for field in fields]
+    for field in fields:
+        param = params[field.name]
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY
+        if field.default is attrs.NOTHING:
+            assert param.default is inspect.Parameter.empty
+        elif isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+            assert param.default is None  # None stands for a fresh factory value
+            made = cls(**_required(cls))
+            assert getattr(made, field.name) == field.default.factory()
+            assert getattr(made, field.name) is not getattr(cls(**_required(cls)), field.name)
+        else:
+            assert param.default == field.default
+
+
+def _required(cls: type) -> dict[str, Any]:
+    return {"provider": "p"} if cls is RawStreamChunk else {"type": ChunkType.TEXT}
+
+
+ERROR = ProviderError(type=ErrorType.API_ERROR, message="m", retryable=False)
+CALL = FunctionCall(name="f", args={"a": 1})
+VALUES = {
+    RawStreamChunk: {"provider": "x", "data": {"k": [1]}, "event": "e", "error": ERROR, "metadata": {"s": 1}},
+    ProcessedChunk: {
+        "type": ChunkType.FUNCTION_CALL,
+        "content": "c",
+        "function_call": CALL,
+        "error": ERROR,
+        "thoughts": (ThoughtLogEntry(kind=ThoughtKind.RAW, text="t"),),
+        "metadata": {"finish_reason": "stop"},
+        "serving_provider": "sp",
+        "usage": Usage(input_tokens=1, output_tokens=2),
+    },
+}
+
+
+@pytest.mark.parametrize("cls", HOT, ids=lambda c: c.__name__)
+def test_every_field_is_set_frozen_and_evolvable(cls: type) -> None:
+    values = VALUES[cls]
+    assert set(values) == {field.name for field in attrs.fields(cls)}
+    made = cls(**values)
+    assert {name: getattr(made, name) for name in values} == values
+    assert made == cls(**values)
+    for name in ("metadata", "error"):
+        changed = attrs.evolve(made, **{name: None if name == "error" else {"other": 2}})
+        assert changed != made
+        others = [n for n in values if n != name]
+        assert [getattr(changed, n) for n in others] == [values[n] for n in others]
+    for name in values:
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            setattr(made, name, None)
+    assert repr(made).startswith(f"{cls.__name__}(")
+
+
+@given(content=st.text(max_size=20), serving=st.none() | st.text(max_size=5))
+def test_evolve_and_equality_follow_the_fields(content: str, serving: str | None) -> None:
+    chunk = ProcessedChunk.text(content, serving_provider=serving)
+    other = attrs.evolve(chunk, content=content + "!")
+    assert other.content == content + "!" and other.serving_provider == serving
+    assert other != chunk and attrs.evolve(other, content=content) == chunk
+    assert attrs.asdict(chunk)["content"] == content
+
+
+def test_the_validator_still_runs() -> None:
+    with pytest.raises(ValueError, match="function_call"):
+        ProcessedChunk(type=ChunkType.FUNCTION_CALL)
+    with pytest.raises(ValueError, match="error"):
+        ProcessedChunk(type=ChunkType.ERROR)
+    with pytest.raises(ValueError, match="error"):
+        attrs.evolve(ProcessedChunk.fail(ERROR), error=None)
+    assert ProcessedChunk.call(CALL).function_call == CALL
