@@ -11,8 +11,15 @@ CUTS = st.lists(st.integers(min_value=0), max_size=30)
 """Cut points for ``cut``: any non-negative integers (taken modulo the text's length plus one)."""
 
 
-def cut(text: str, points: Sequence[int]) -> list[str]:
+def cut(text: str, points: Sequence[int], *, keep_empty: bool = False) -> list[str]:
     """*text* cut at *points* (code point indices modulo ``len(text) + 1``, possibly inside a tag, a
-    token or a grapheme cluster); no empty chunk. ``"".join(cut(text, points)) == text``."""
+    token or a grapheme cluster). ``"".join(cut(text, points)) == text``.
+
+    No empty chunk, unless *keep_empty*: then a repeated point (or one at either end) gives an
+    empty chunk there, for transducers that must also accept empty deltas.
+    """
+    if keep_empty:
+        edges = [0, *sorted(p % (len(text) + 1) for p in points), len(text)]
+        return [text[a:b] for a, b in itertools.pairwise(edges)]
     edges = [0, *sorted({p % (len(text) + 1) for p in points}), len(text)]
     return [text[a:b] for a, b in itertools.pairwise(edges) if b > a]

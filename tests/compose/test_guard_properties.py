@@ -10,7 +10,6 @@ properties hold wherever stage 03 wires the guard.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +35,8 @@ from rxcord.providers.openai_wire import ChatCompletionsAdapter
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
 
+from tests.strategies import cut
+
 REPLY_PIECES = [
     "Sure thing. ",
     "Here is the answer! ",
@@ -53,11 +54,6 @@ REPLY_PIECES = [
 REPLY = st.lists(st.sampled_from(REPLY_PIECES), min_size=1, max_size=20).map("".join)
 TURN = st.sampled_from(["User: thanks!", "**Alice**: hi there", "[User]: more please", "alice : ok"])
 CUTS = st.lists(st.integers(min_value=0), max_size=20)
-
-
-def cut(text: str, points: Sequence[int]) -> list[str]:
-    edges = [0, *sorted(p % (len(text) + 1) for p in points), len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(edges) if text[a:b]]
 
 
 MODES = [DeliveryMode.AGGREGATED, DeliveryMode.LIVE]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import types
 from collections.abc import Sequence
 from typing import cast
@@ -15,6 +14,12 @@ from rxcord.core.types import FunctionCall, ProcessedChunk, ThoughtKind, Thought
 from rxcord.operators.spill_guard import DEFAULT_DECISION_LIMIT, SpillGuard, spill_guard
 
 from tests.marbles import marbles
+from tests.strategies import cut as _cut
+
+
+def cut(text: str, points: Sequence[int]) -> list[str]:
+    """Empty deltas included: the guard must accept them."""
+    return _cut(text, points, keep_empty=True)
 
 
 def run(
@@ -34,12 +39,6 @@ def run(
     visible.append(v)
     spilled.append(s)
     return "".join(visible), "".join(spilled)
-
-
-def cut(text: str, points: Sequence[int]) -> list[str]:
-    """*text* cut at *points* (code point indices, possibly inside multi-codepoint emoji)."""
-    edges = [0, *sorted(p % (len(text) + 1) for p in points), len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def raw(text: str) -> ThoughtLogEntry:

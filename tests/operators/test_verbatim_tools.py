@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from types import FunctionType
 from typing import Any, cast
@@ -27,6 +26,7 @@ from rxcord.core.types import (
 from rxcord.operators.verbatim_tools import MAX_CALL_CHARS, VerbatimToolParser, verbatim_tools
 
 from tests.marbles import marbles
+from tests.strategies import cut as split_at
 from tests.work import assert_linear
 
 TOOLS = ("generate_image", "web_search")
@@ -59,11 +59,6 @@ def run(chunks: Sequence[str] | str, names: Iterable[str] = TOOLS) -> list[Item]
         items += parser.feed(chunk)
     items += parser.finish()
     return merged(items)
-
-
-def split_at(text: str, cuts: Iterable[int]) -> list[str]:
-    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
-    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 def every_split(text: str) -> list[list[str]]:

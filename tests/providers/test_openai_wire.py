@@ -9,7 +9,6 @@ provider tests.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -44,6 +43,8 @@ from rxcord.providers.openai_wire import (
     has_meaningful_output,
     normalize_finish_reason,
 )
+
+from tests.strategies import cut as _split
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
 
@@ -650,11 +651,6 @@ def test_rejection_sees_error_events_and_transport_errors() -> None:
 # ---------------------------------------------------------------------------
 
 _LEAK = "<think>plan the reply</think>Hello there, friend. `code.Here` stays."
-
-
-def _split(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({0, len(text), *(cut % (len(text) + 1) for cut in cuts)})
-    return [text[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 @settings(max_examples=60, deadline=None)
