@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "HttpRequest": "rxcord.providers.base",
     "ImagePart": "rxcord.core.request",
     "InputError": "rxcord.core.errors",
+    "MalformedJsonError": "rxcord.core.safe_json",
     "MemorySink": "rxcord.sinks.memory",
     "MemoryStore": "rxcord.sinks.ratelimit",
     "Message": "rxcord.core.request",
@@ -69,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "RateLimitError": "rxcord.sinks.ratelimit",
     "RateLimiter": "rxcord.sinks.ratelimit",
     "RawStreamChunk": "rxcord.core.types",
+    "Redactor": "rxcord.core.redact",
     "RedisStopBus": "rxcord.io.stop_bus",
     "RefusedAnswer": "rxcord.providers.decisions",
     "RenderModifiers": "rxcord.core.config",
@@ -80,6 +82,8 @@ _EXPORTS: dict[str, str] = {
     "Segment": "rxcord.core.state",
     "SegmentKind": "rxcord.core.types",
     "SentMessage": "rxcord.core.state",
+    "SseLineTooLong": "rxcord.providers.sse",
+    "SsrfGuard": "rxcord.providers.ssrf",
     "SsrfRefusedError": "rxcord.core.errors",
     "Stage": "rxcord.compose.pipeline",
     "StageContext": "rxcord.compose.pipeline",
@@ -97,29 +101,36 @@ _EXPORTS: dict[str, str] = {
     "TextPart": "rxcord.core.request",
     "ThoughtLogEntry": "rxcord.core.types",
     "Timeline": "rxcord.operators.timeline",
+    "TokenRejectedError": "rxcord.sinks.rest",
     "ToolHandler": "rxcord.compose.turn",
     "ToolSpec": "rxcord.core.request",
     "TransportConfig": "rxcord.providers.transport",
     "TurnResult": "rxcord.compose.turn",
+    "TurnUsageSample": "rxcord.providers.usage",
     "UnknownWebhookError": "rxcord.core.errors",
     "Usage": "rxcord.core.types",
+    "UsageReport": "rxcord.providers.usage",
     "build_chain": "rxcord.compose.chain",
     "build_stream": "rxcord.compose.run",
     "call_decisions": "rxcord.providers.decisions",
     "fallback_order": "rxcord.compose.turn",
     "make_limiter": "rxcord.sinks.ratelimit",
     "plot_timeline": "rxcord.cli.timeline_plot",
+    "point_discord_py": "rxcord.sinks.emulator",
     "reference_for": "rxcord.providers.decisions",
     "register_decisions": "rxcord.providers.decisions",
     "register_denial_translator": "rxcord.providers.hooks",
     "register_request_hook": "rxcord.providers.hooks",
+    "register_turn_usage_hook": "rxcord.providers.usage",
     "run_stream": "rxcord.compose.run",
     "run_turn": "rxcord.compose.turn",
+    "split_message": "rxcord.sinks.split_message",
     "stage03": "rxcord.compose.pipeline",
     "stream_to_discord": "rxcord.compose.run",
     "supports_decisions": "rxcord.providers.decisions",
     "with_usage_callback": "rxcord.providers.usage",
     "with_usage_context": "rxcord.providers.hooks",
+    "with_usage_reporter": "rxcord.providers.usage",
 }
 """Public name -> the module that defines it."""
 
@@ -154,6 +165,7 @@ __all__ = (
     "HttpRequest",
     "ImagePart",
     "InputError",
+    "MalformedJsonError",
     "MemorySink",
     "MemoryStore",
     "Message",
@@ -171,6 +183,7 @@ __all__ = (
     "RateLimitError",
     "RateLimiter",
     "RawStreamChunk",
+    "Redactor",
     "RedisStopBus",
     "RefusedAnswer",
     "RenderModifiers",
@@ -182,6 +195,8 @@ __all__ = (
     "Segment",
     "SegmentKind",
     "SentMessage",
+    "SseLineTooLong",
+    "SsrfGuard",
     "SsrfRefusedError",
     "Stage",
     "StageContext",
@@ -199,29 +214,36 @@ __all__ = (
     "TextPart",
     "ThoughtLogEntry",
     "Timeline",
+    "TokenRejectedError",
     "ToolHandler",
     "ToolSpec",
     "TransportConfig",
     "TurnResult",
+    "TurnUsageSample",
     "UnknownWebhookError",
     "Usage",
+    "UsageReport",
     "build_chain",
     "build_stream",
     "call_decisions",
     "fallback_order",
     "make_limiter",
     "plot_timeline",
+    "point_discord_py",
     "reference_for",
     "register_decisions",
     "register_denial_translator",
     "register_request_hook",
+    "register_turn_usage_hook",
     "run_stream",
     "run_turn",
+    "split_message",
     "stage03",
     "stream_to_discord",
     "supports_decisions",
     "with_usage_callback",
     "with_usage_context",
+    "with_usage_reporter",
 )
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
@@ -240,7 +262,9 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         SsrfRefusedError,
         UnknownWebhookError,
     )
+    from rxcord.core.redact import Redactor
     from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
+    from rxcord.core.safe_json import MalformedJsonError
     from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, StreamState
     from rxcord.core.stops import StopHandle, StopRegistry
     from rxcord.core.types import (
@@ -293,14 +317,23 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.nvidia import NvidiaAdapter
     from rxcord.providers.openai import OpenAIAdapter
     from rxcord.providers.openrouter import OpenRouterAdapter
+    from rxcord.providers.sse import SseLineTooLong
+    from rxcord.providers.ssrf import SsrfGuard
     from rxcord.providers.transport import TransportConfig
-    from rxcord.providers.usage import with_usage_callback
+    from rxcord.providers.usage import (
+        TurnUsageSample,
+        UsageReport,
+        register_turn_usage_hook,
+        with_usage_callback,
+        with_usage_reporter,
+    )
     from rxcord.sinks.base import DiscordSink
     from rxcord.sinks.discordpy import DiscordPySink
-    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, point_discord_py
     from rxcord.sinks.memory import MemorySink
     from rxcord.sinks.ratelimit import MemoryStore, RateLimiter, RateLimitError, make_limiter
-    from rxcord.sinks.rest import RestSink
+    from rxcord.sinks.rest import RestSink, TokenRejectedError
+    from rxcord.sinks.split_message import split_message
     from rxcord.sinks.terminal import TerminalSink
 
 
