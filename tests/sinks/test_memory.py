@@ -81,3 +81,25 @@ def test_is_a_discord_sink() -> None:
     """MemorySink satisfies the DiscordSink protocol (checked by mypy through this assignment)."""
     sink: DiscordSink = MemorySink()
     assert callable(sink.create_message) and callable(sink.trigger_typing)
+
+
+async def test_edit_and_delete() -> None:
+    """Edits update the recorded payload; deletes remove it and never free its id; unknown ids are 404."""
+    from rxcord.sinks.base import EditableSink
+
+    sink: EditableSink = MemorySink()
+    ctx = StreamContext(channel_id="7")
+    first = await sink.create_message(ctx, {"content": "draft", "allowed_mentions": {"parse": []}})
+    assert first.message_id is not None
+    edited = await sink.edit_message(ctx, first.message_id, {"content": "final"})
+    assert edited.payload == {"content": "final", "allowed_mentions": {"parse": []}}
+    assert isinstance(sink, MemorySink) and sink.contents() == ["final"]
+    assert sink.edits == [(first.message_id, {"content": "final"})]
+    await sink.delete_message(ctx, first.message_id)
+    await sink.delete_message(ctx, first.message_id)  # already gone: no error
+    assert sink.contents() == [] and sink.deleted == [first.message_id]
+    later = await sink.create_message(ctx, {"content": "next"})
+    assert later.message_id == "2"
+    with pytest.raises(DiscordError) as missing:
+        await sink.edit_message(ctx, first.message_id, {"content": "x"})
+    assert (missing.value.status, missing.value.code) == (404, 10008)
