@@ -43,7 +43,12 @@ pytestmark = pytest.mark.faults
 CHANNEL = "300000000000000001"
 FAST = Backoff(base=0.01, cap=0.05, jitter=0.01)
 REQUEST = ChatRequest(model="fault-model", messages=(Message.user("write twelve paragraphs"),))
-TRANSPORT = TransportConfig(idle_timeout=0.4, first_byte_timeout=2.0, backoff=0.01)
+TRANSPORT = TransportConfig(
+    idle_timeout=0.4,
+    first_byte_timeout=2.0,
+    backoff=0.01,
+    allow_private_network=True,  # 127.0.0.1
+)
 
 
 def _answer() -> list[str]:

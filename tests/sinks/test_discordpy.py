@@ -13,10 +13,13 @@ from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StopKind, StreamStatus
 from rxcord.io.replay import ReplayServer
 from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.discordpy import DiscordPySink
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
 from tests.conftest import DEMO_DATA
+
+LOCAL = TransportConfig(allow_private_network=True)  # the replay server is on 127.0.0.1
 
 
 @pytest.fixture
@@ -50,6 +53,7 @@ async def test_stream_delivers_through_discordpy(
             sink=DiscordPySink.for_client(client),
             base_url=server.base_url,
             api_key="k",
+            transport=LOCAL,
             context=StreamContext(channel_id="4242"),
             config=StreamConfig(),
         )
@@ -83,6 +87,7 @@ async def test_missing_access_ends_stream_with_status(
             sink=DiscordPySink.for_client(client),
             base_url=server.base_url,
             api_key="k",
+            transport=LOCAL,
             context=StreamContext(channel_id="666"),
         )
     assert result.status is StreamStatus.MISSING_ACCESS and result.messages == ()

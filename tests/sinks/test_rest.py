@@ -462,6 +462,7 @@ async def test_reply_notice_links_into_the_thread(fake: FakeDiscord) -> None:
     from rxcord.core.request import ChatRequest, Message
     from rxcord.io.replay import ReplayServer
     from rxcord.providers.openai import OpenAIAdapter
+    from rxcord.providers.transport import TransportConfig
 
     from tests.conftest import DEMO_DATA
 
@@ -480,6 +481,7 @@ async def test_reply_notice_links_into_the_thread(fake: FakeDiscord) -> None:
             base_url=server.base_url,
             api_key="k",
             context=context,
+            transport=TransportConfig(allow_private_network=True),
         )
     notice = fake.records("77")[0]
     assert notice.endswith("https://discord.com/channels/5/77/99"), notice
