@@ -10,6 +10,9 @@ reasoning collected) so the runner can check that all of them did the same work.
   same splitter and orjson decode each event.
 * ``openai_sdk``: (c) the official OpenAI Python SDK streaming the same server
   (``AsyncOpenAI.chat.completions.create(stream=True)``) and collecting content.
+* ``litellm_stream``: (d) LiteLLM's ``acompletion(stream=True)`` on the same server (the
+  ``openai/`` route, the offline cost map: ``LITELLM_LOCAL_MODEL_COST_MAP=True``),
+  collecting content.
 * ``rxcord_chain``: the full seven-stage chain (``rxcord.compose.run.run_stream``:
   transport, SSE parser, normalizer, idle timeout, stop gate, scan, flusher,
   cleaner, typing heartbeat, serialized delivery, result fold) with aggregated
@@ -24,10 +27,13 @@ __all__ = (
     "floor_aiohttp",
     "floor_bytes",
     "floor_collect",
+    "litellm_module",
+    "litellm_stream",
     "openai_sdk",
     "rxcord_chain",
 )
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -155,9 +161,43 @@ async def openai_sdk(client: Any, base_url: str) -> Work:
     return Work(events=events, content=len(answer), result=answer)
 
 
+def litellm_module() -> Any | None:
+    """LiteLLM, set up offline (the bundled cost map, no telemetry); ``None`` when not installed."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError:
+        return None
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+async def litellm_stream(module: Any, base_url: str) -> Work:
+    """(d) LiteLLM streaming the same server through its OpenAI route, collecting content."""
+    stream = await module.acompletion(
+        model="openai/gpt-4o-mini",
+        api_base=base_url,
+        api_key="bench-key",
+        messages=[{"role": "user", "content": "bench"}],
+        stream=True,
+        stream_options={"include_usage": True},
+        max_retries=0,
+    )
+    text: list[str] = []
+    async for chunk in stream:
+        if chunk.choices:
+            content = chunk.choices[0].delta.content
+            if content:
+                text.append(content)
+    answer = "".join(text)
+    return Work(events=-1, content=len(answer), result=answer)
+
+
 _ADAPTER = OpenAIAdapter()
 _CHAT = ChatRequest(model="gpt-4o-mini", messages=(Message.user("bench"),))
-_TRANSPORT = TransportConfig(transient_retries=0)
+_TRANSPORT = TransportConfig(transient_retries=0, allow_private_network=True)
+"""The benchmark server is on 127.0.0.1: the SSRF guard's opt-out (a base URL override is checked)."""
 AGGREGATED = StreamConfig(max_messages=100_000, max_flushes=100_000)
 """Aggregated delivery without the per-turn message cap: a 100k-chunk answer is ~175 messages."""
 

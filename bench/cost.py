@@ -35,6 +35,7 @@ from bench.stats import Spread, spread
 FLOOR = "floor: SSE split + orjson (a)"
 TRANSPORT_FLOOR = "transport floor: aiohttp + orjson (b)"
 SDK = "OpenAI SDK stream (c)"
+LITELLM = "LiteLLM acompletion stream (d)"
 CHAIN = "rxcord full chain"
 
 
@@ -76,7 +77,8 @@ async def measure_cost(
     *,
     runs: int,
     warmup: int = 1,
-    contenders: tuple[str, ...] = (FLOOR, TRANSPORT_FLOOR, SDK, CHAIN),
+    contenders: tuple[str, ...] = (FLOOR, TRANSPORT_FLOOR, SDK, LITELLM, CHAIN),
+    lite: Any | None = None,
 ) -> CostResult:
     """Run every contender ``warmup + runs`` times on *capture*, interleaved; keep the last *runs*."""
     url = server.url(capture, mode)
@@ -93,6 +95,8 @@ async def measure_cost(
     }
     if sdk is not None:
         table[SDK] = lambda: clients.openai_sdk(sdk, url)
+    if lite is not None:
+        table[LITELLM] = lambda: clients.litellm_stream(lite, url)
     names = [name for name in contenders if name in table]
     cpu: dict[str, list[float]] = {name: [] for name in names}
     wall: dict[str, list[float]] = {name: [] for name in names}

@@ -24,14 +24,34 @@ stream are deliberate waits and are not counted; paced messages are off.
 Figure 4. Each stream's normalizer is wrapped to note when each raw chunk
 reached stage 03; a chunk's lag is that moment minus the server's write. CPU
 per stream is the client process's CPU time over the run divided by the number
-of streams and the run's length.
+of streams and the run's length. Halfway through the run, the objects the garbage
+collector tracks are counted (``gc.get_objects()``, against the count before the
+streams started) and divided by the number of streams: the tracked objects per live
+stream, which set how long each full collection stops the loop.
+
+Time to the first Discord message, per provider family (``measure_first_message``):
+live streams of the same kind of text in the OpenAI-compatible, Anthropic and Gemini
+wire formats (``bench.make_captures.FAMILIES``), each through its own adapter; the
+time from the server's write of the first event carrying answer text to the start of
+the first sink call (the stream's ``Timeline``).
 """
 
 from __future__ import annotations
 
-__all__ = ("LagResult", "LatencyResult", "measure_lag", "measure_lag_floor", "measure_latency")
+__all__ = (
+    "Capacity",
+    "FirstMessageResult",
+    "LagResult",
+    "LatencyResult",
+    "measure_capacity",
+    "measure_first_message",
+    "measure_lag",
+    "measure_lag_floor",
+    "measure_latency",
+)
 
 import asyncio
+import gc
 import time
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -49,9 +69,9 @@ from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.sinks.memory import MemorySink
 
-from bench.clients import REQUEST_BODY, Splitter, rxcord_job
+from bench.clients import _CHAT, _TRANSPORT, REQUEST_BODY, Splitter, rxcord_job
 from bench.gcwatch import GcWatch, tuned_gc
-from bench.make_captures import capture_name
+from bench.make_captures import FIRST_TEXT, capture_name
 from bench.server import ServerProcess
 from bench.stats import percentile
 
@@ -309,6 +329,8 @@ class LagResult:
     """Streams that ended with status ``completed``."""
     gc_full_ms: list[float] = attrs.field(factory=list)
     """Milliseconds of each full garbage collection during the run."""
+    tracked_per_stream: float = float("nan")
+    """Objects the collector tracks per live stream, halfway through the run."""
 
     @property
     def cpu_per_stream(self) -> float:
@@ -342,10 +364,13 @@ async def measure_lag(
         job = attrs.evolve(_live_job(session, url, config, number), adapter=adapter)
         return await run_stream(job, nonce_prefix="bench")
 
+    base = _tracked()
     with GcWatch() as watch:
         c0, w0 = time.process_time(), time.perf_counter()
+        sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
         results = await asyncio.gather(*(one(number) for number in range(streams)))
         c1, w1 = time.process_time(), time.perf_counter()
+    tracked = (await sampler - base) / streams
     writes = await _writes(session, server)
     lag: list[float] = []
     for stream_id, adapter in adapters.items():
@@ -353,7 +378,28 @@ async def measure_lag(
         # Chunk 0 (the role delta) is held by the transport until chunk 1 commits the stream.
         lag += [(seen - sent) * 1000 for seen, sent in zip(adapter.stamps[1:], written[1:], strict=False)]
     completed = sum(1 for result in results if result.status.value == "completed")
-    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, completed, gc_full_ms=watch.full())
+    return LagResult(
+        streams,
+        rate,
+        chunks,
+        lag,
+        c1 - c0,
+        w1 - w0,
+        completed,
+        gc_full_ms=watch.full(),
+        tracked_per_stream=tracked,
+    )
+
+
+def _tracked() -> int:
+    """Objects the collector tracks now (after a collection, so garbage is not counted)."""
+    gc.collect()
+    return len(gc.get_objects())
+
+
+async def _tracked_later(seconds: float) -> int:
+    await asyncio.sleep(seconds)
+    return len(gc.get_objects())
 
 
 async def measure_lag_floor(
@@ -382,12 +428,134 @@ async def measure_lag_floor(
                         seen.append(time.monotonic())
         return len(seen) == chunks
 
+    base = _tracked()
     c0, w0 = time.process_time(), time.perf_counter()
+    sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
     done = await asyncio.gather(*(one(number) for number in range(streams)))
     c1, w1 = time.process_time(), time.perf_counter()
+    tracked = (await sampler - base) / streams
     writes = await _writes(session, server)
     lag: list[float] = []
     for stream_id, seen in stamps.items():
         written = writes.get(stream_id, [])
         lag += [(at - sent) * 1000 for at, sent in zip(seen[1:], written[1:], strict=False)]
-    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, sum(done))
+    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, sum(done), tracked_per_stream=tracked)
+
+
+# -- time to the first Discord message ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class FirstMessageResult:
+    """Time to the first Discord message of live streams of one provider family."""
+
+    family: str
+    streams: int
+    pace_ms: float
+    ttfm_ms: list[float]
+    """Per stream: the first sink call's start minus the server's write of the first text event."""
+
+    def p(self, q: float) -> float:
+        return percentile(self.ttfm_ms, q)
+
+
+def _family_adapter(family: str) -> Any:
+    from rxcord.providers.anthropic import AnthropicAdapter
+    from rxcord.providers.google import GoogleAdapter
+
+    return {"openai": OpenAIAdapter, "anthropic": AnthropicAdapter, "google": GoogleAdapter}[family]()
+
+
+async def measure_first_message(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    family: str,
+    chunks: int,
+    *,
+    streams: int,
+    pace_ms: float,
+    config: StreamConfig = LIVE,
+) -> FirstMessageResult:
+    """*streams* live streams of *family* at once, one event per *pace_ms*: their first messages."""
+    await _reset(session, server)
+
+    async def one(number: int) -> tuple[str, Timeline, float]:
+        stream_id = f"first-{family}{number}"
+        url = server.url(
+            capture_name(chunks, variant=number % VARIANTS, family=family),
+            "event",
+            pace_ms=pace_ms,
+            phase_ms=pace_ms * number / streams,
+            stream_id=stream_id,
+        )
+        adapter = _family_adapter(family)
+        request = adapter.build_request(
+            attrs.evolve(_CHAT, model="gemini-2.5-flash" if family == "google" else "bench-model"),
+            base_url=url,
+            api_key="bench-key",
+            stream=True,
+        )
+        job = StreamJob(
+            adapter=adapter,
+            request=request,
+            sink=MemorySink(),
+            context=_live_job(session, url, config, number).context,
+            config=config,
+            transport=_TRANSPORT,
+            session=session,
+        )
+        timeline = Timeline()
+        await run_stream(job, timeline=timeline, nonce_prefix="bench")
+        return stream_id, timeline, time.monotonic() - timeline.now()
+
+    done = await asyncio.gather(*(one(number) for number in range(streams)))
+    writes = await _writes(session, server)
+    first = FIRST_TEXT[family]
+    ttfm: list[float] = []
+    for stream_id, timeline, offset in done:
+        sends = timeline.of_kind("send", DELIVERY)
+        written = writes.get(stream_id, [])
+        if sends and len(written) > first:
+            ttfm.append((min(event.t for event in sends) + offset - written[first]) * 1000)
+    return FirstMessageResult(family, streams, pace_ms, ttfm)
+
+
+# -- streams per process ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Capacity:
+    """The most streams one process carried at *rate* with a lag p99 under *limit_ms*, of a ladder."""
+
+    name: str
+    rate: float
+    limit_ms: float
+    carried: int
+    """The largest count of the ladder that stayed under the limit (0: not even the first)."""
+    trials: list[tuple[int, float, float]]
+    """(streams, lag p99 ms, CPU share of one core) of each count tried, in order."""
+
+
+async def measure_capacity(
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    chunks: int,
+    *,
+    ladder: Sequence[int],
+    rate: float,
+    floor: bool,
+    limit_ms: float = 50.0,
+) -> Capacity:
+    """Climb *ladder* (stream counts) until the lag p99 reaches *limit_ms* (the chain, or the floor)."""
+    trials: list[tuple[int, float, float]] = []
+    carried = 0
+    for streams in ladder:
+        measure = measure_lag_floor if floor else measure_lag
+        result = await measure(server, session, chunks, streams=streams, rate=rate)
+        p99 = percentile(result.lag_ms, 99)
+        trials.append((streams, p99, result.cpu_seconds / result.wall_seconds))
+        if not p99 < limit_ms:
+            break
+        carried = streams
+    name = "transport floor (b)" if floor else "rxcord chain"
+    return Capacity(name, rate, limit_ms, carried, trials)

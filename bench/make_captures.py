@@ -14,6 +14,13 @@ The ``reasoning`` variant streams its first 30% of deltas as DeepSeek-style
 A chunk is one SSE event (``[DONE]`` excluded): a capture of N chunks has N - 3
 delta events.
 
+Provider families (``CaptureSpec.family``, for the time to the first Discord message
+per family): ``anthropic`` writes the same text as Messages API events
+(``message_start``, ``content_block_start``, a ``text_delta`` per delta,
+``content_block_stop``, ``message_delta``, ``message_stop``), ``google`` as Gemini
+``streamGenerateContent?alt=sse`` events (one candidate part per delta, the last with
+``finishReason``). ``FIRST_TEXT`` is the index of each family's first text event.
+
 Usage::
 
     python -m bench.make_captures --out bench/.captures --sizes 1000,10000,100000
@@ -21,7 +28,15 @@ Usage::
 
 from __future__ import annotations
 
-__all__ = ("CaptureSpec", "capture_name", "ensure_captures", "make_capture", "make_text")
+__all__ = (
+    "FAMILIES",
+    "FIRST_TEXT",
+    "CaptureSpec",
+    "capture_name",
+    "ensure_captures",
+    "make_capture",
+    "make_text",
+)
 
 import argparse
 import json
@@ -257,6 +272,12 @@ def _delta_event(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return _event([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
 
 
+FAMILIES = ("openai", "anthropic", "google")
+"""The wire formats captures are written in (OpenAI-compatible, Anthropic Messages, Gemini)."""
+FIRST_TEXT = {"openai": 1, "anthropic": 2, "google": 0}
+"""The index of each family's first event carrying answer text."""
+
+
 @attrs.frozen
 class CaptureSpec:
     """One capture to generate."""
@@ -266,6 +287,8 @@ class CaptureSpec:
     variant: int = 0
     """Another text of the same shape (live figures give each stream its own, so paragraph
     breaks do not fall on the same chunk in every stream at once)."""
+    family: str = "openai"
+    """The wire format (``FAMILIES``); reasoning variants are OpenAI-compatible only."""
 
     @property
     def seed(self) -> int:
@@ -275,14 +298,73 @@ class CaptureSpec:
     @property
     def name(self) -> str:
         """The file name."""
-        return capture_name(self.chunks, reasoning=self.reasoning, variant=self.variant)
+        return capture_name(self.chunks, reasoning=self.reasoning, variant=self.variant, family=self.family)
 
 
-def capture_name(chunks: int, *, reasoning: bool = False, variant: int = 0) -> str:
-    """``plain-1k.sse``, ``reasoning-100k.sse``, ``plain-250.sse``, ``plain-500-v3.sse``."""
+def capture_name(chunks: int, *, reasoning: bool = False, variant: int = 0, family: str = "openai") -> str:
+    """``plain-1k.sse``, ``reasoning-100k.sse``, ``plain-250.sse``, ``plain-500-v3.sse``,
+    ``anthropic-plain-200-v2.sse``."""
     size = f"{chunks // 1000}k" if chunks % 1000 == 0 else str(chunks)
     suffix = f"-v{variant}" if variant else ""
-    return f"{'reasoning' if reasoning else 'plain'}-{size}{suffix}.sse"
+    prefix = "" if family == "openai" else f"{family}-"
+    return f"{prefix}{'reasoning' if reasoning else 'plain'}-{size}{suffix}.sse"
+
+
+def _sse(event: str | None, body: dict[str, Any]) -> bytes:
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _anthropic(deltas: list[str]) -> bytes:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 42, "output_tokens": 1},
+        },
+    }
+    out = [
+        _sse("message_start", start),
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+    ]
+    for piece in deltas:
+        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+        out.append(_sse("content_block_delta", delta))
+    out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    end = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": len(deltas)},
+    }
+    out.append(_sse("message_delta", end))
+    out.append(_sse("message_stop", {"type": "message_stop"}))
+    return b"".join(out)
+
+
+def _google(deltas: list[str]) -> bytes:
+    out = []
+    for index, piece in enumerate(deltas):
+        candidate: dict[str, Any] = {"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}
+        if index == len(deltas) - 1:
+            candidate["finishReason"] = "STOP"
+        usage = {"promptTokenCount": 42, "candidatesTokenCount": index + 1, "totalTokenCount": 43 + index}
+        body = {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": "gemini-2.5-flash",
+            "responseId": "kZQ4aO3xBc2vz7IP0sKn-Ag",
+        }
+        out.append(_sse(None, body))
+    return b"".join(out)
 
 
 def make_capture(spec: CaptureSpec) -> bytes:
@@ -290,6 +372,11 @@ def make_capture(spec: CaptureSpec) -> bytes:
     if spec.chunks < 4:
         raise ValueError("a capture needs at least 4 chunks")
     rng = random.Random(spec.seed * 1_000_003 + spec.chunks * 2 + spec.reasoning)
+    if spec.family != "openai":
+        # The same number of events: Anthropic frames its deltas with 5 events, Gemini sends deltas only.
+        count = spec.chunks - 5 if spec.family == "anthropic" else spec.chunks
+        pieces = _split_deltas(make_text(int(count * 6.5), rng), count, rng)
+        return _anthropic(pieces) if spec.family == "anthropic" else _google(pieces)
     deltas = spec.chunks - 3
     thinking = int(deltas * 0.3) if spec.reasoning else 0
     answer = deltas - thinking

@@ -36,7 +36,7 @@ from rxcord.sinks.emulator import EmulatorConfig
 from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
 from bench import cost, discord, live, stages
-from bench.make_captures import CaptureSpec, capture_name, ensure_captures
+from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
 from bench.report import Report
 from bench.server import ServerProcess, split_random
 
@@ -66,6 +66,11 @@ class Config:
     per_channel: int
     emulator: EmulatorConfig
     stage_size: int
+    first_message: tuple[int, int, float] = (20, 200, 20.0)
+    """Time to the first message: (streams per provider family, chunks, ms between events)."""
+    capacity_ladder: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 600)
+    """Stream counts tried for the streams one process carries at ``lag_rate`` (p99 lag < 50 ms)."""
+    capacity_chunks: int = 150
 
     @classmethod
     def full(cls, runs: int) -> Config:
@@ -108,15 +113,25 @@ class Config:
             per_channel=8,
             emulator=EmulatorConfig(channel_window=0.2, global_window=0.1),
             stage_size=200,
+            first_message=(2, 60, 10.0),
+            capacity_ladder=(2, 4),
+            capacity_chunks=40,
         )
 
     def specs(self) -> list[CaptureSpec]:
         sizes = {self.headline, *self.sizes, self.memory_size, self.stage_size}
         specs = [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
-        live_sizes = {self.lag_chunks, *(run[1] for run in self.latency)}
-        variants = min(live.VARIANTS, max(self.lag_streams, *(run[0] for run in self.latency)))
+        live_sizes = {self.lag_chunks, self.capacity_chunks, *(run[1] for run in self.latency)}
+        most = max(self.lag_streams, *self.capacity_ladder, *(run[0] for run in self.latency))
+        variants = min(live.VARIANTS, most)
         specs += [
             CaptureSpec(size, variant=variant) for size in sorted(live_sizes) for variant in range(variants)
+        ]
+        streams, chunks, _ = self.first_message
+        specs += [
+            CaptureSpec(chunks, variant=variant, family=family)
+            for family in FAMILIES
+            for variant in range(min(live.VARIANTS, streams))
         ]
         return specs
 
@@ -144,6 +159,12 @@ def environment() -> dict[str, str]:
     }
 
 
+def _litellm() -> Any | None:
+    from bench.clients import litellm_module
+
+    return litellm_module()
+
+
 def _sdk_client(server: ServerProcess) -> Any | None:
     try:
         import openai
@@ -158,9 +179,10 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
     with ServerProcess(captures) as server:
         async with aiohttp.ClientSession() as session:
             sdk = _sdk_client(server)
-            report.note_sdk(sdk is not None)
+            lite = _litellm() if 1 in only else None
+            report.note_sdk(sdk is not None, lite is not None)
             if 1 in only or 2 in only:
-                await _figures_1_2(config, server, session, sdk, report, only)
+                await _figures_1_2(config, server, session, sdk, report, only, lite)
             if 1 in only:
                 await _stages(config, captures, report)
         if 3 in only or 4 in only:
@@ -175,6 +197,15 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                             server, session, chunks, streams=streams, pace_ms=pace_ms, tuned=tuned
                         )
                         report.latency(result, checked=checked)
+                if 3 in only:
+                    streams, chunks, pace_ms = config.first_message
+                    for family in FAMILIES:
+                        report.progress(f"figure 3: time to the first message, {streams} {family} streams")
+                        report.first_message(
+                            await live.measure_first_message(
+                                server, session, family, chunks, streams=streams, pace_ms=pace_ms
+                            )
+                        )
                 if 4 in only:
                     report.progress(f"figure 4: {config.lag_streams} streams at {config.lag_rate:g} chunks/s")
                     chain = await live.measure_lag(
@@ -193,6 +224,23 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         rate=config.lag_rate,
                     )
                     report.lag(chain, floor)
+                    capacities = []
+                    for is_floor in (False, True):
+                        report.progress(
+                            f"figure 4: streams carried at {config.lag_rate:g}/s, "
+                            f"{'the transport floor' if is_floor else 'the chain'}"
+                        )
+                        capacities.append(
+                            await live.measure_capacity(
+                                server,
+                                session,
+                                config.capacity_chunks,
+                                ladder=config.capacity_ladder,
+                                rate=config.lag_rate,
+                                floor=is_floor,
+                            )
+                        )
+                    report.capacity(capacities[0], capacities[1])
     if 5 in only:
         report.progress(f"figure 5: {config.one_channel} messages to one channel")
         report.delivery(
@@ -226,6 +274,7 @@ async def _figures_1_2(
     sdk: Any | None,
     report: Report,
     only: set[int],
+    lite: Any | None = None,
 ) -> None:
     headline = config.headline
     if 1 in only:
@@ -233,16 +282,20 @@ async def _figures_1_2(
             for mode in ("random", "event"):
                 name = capture_name(headline, reasoning=reasoning)
                 report.progress(f"figure 1: {name}, {mode} writes")
-                result = await cost.measure_cost(server, session, sdk, name, mode, headline, runs=config.runs)
-                report.cost(result, headline=not reasoning and mode == "random")
+                main = not reasoning and mode == "random"
+                result = await cost.measure_cost(
+                    server, session, sdk, name, mode, headline, runs=config.runs, lite=lite if main else None
+                )
+                report.cost(result, headline=main)
     if 2 in only:
         report.progress(f"figure 2: {', '.join(capture_name(size) for size in config.sizes)}, interleaved")
         by_size = await cost.measure_sizes(
             server, session, {size: capture_name(size) for size in config.sizes}, runs=config.runs
         )
         report.flat(by_size)
-        report.progress(f"figure 2: peak memory, {capture_name(config.memory_size)}")
-        report.memory(await cost.measure_memory(server, session, capture_name(config.memory_size)))
+        for size in sorted({config.sizes[0], config.memory_size}):
+            report.progress(f"figure 2: peak memory, {capture_name(size)}")
+            report.memory(await cost.measure_memory(server, session, capture_name(size)))
 
 
 async def _stages(config: Config, captures: Path, report: Report) -> None:

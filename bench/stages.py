@@ -20,10 +20,11 @@ is the transport (aiohttp, the SSE parser, JSON).
 
 from __future__ import annotations
 
-__all__ = ("StageTimes", "time_stages")
+__all__ = ("BATCHED", "PER_EVENT", "StageTimes", "batches_of", "interleaved", "time_stages")
 
 import asyncio
 import gc
+import inspect
 import json
 import time
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment, StreamResult, StreamState
 from rxcord.core.stops import StopHandle
 from rxcord.core.text_buffer import TextBuffer
-from rxcord.core.types import ProcessedChunk, RawStreamChunk, SegmentKind
+from rxcord.core.types import Batch, ProcessedChunk, RawStreamChunk, SegmentKind
 from rxcord.operators.accumulate import route
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import SegmentCleaner
@@ -49,6 +50,8 @@ from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.sse import SseParser
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
+
+from bench.stats import Spread, spread
 
 LOGIC_03_07 = (
     "03 normalizer",
@@ -63,50 +66,63 @@ LOGIC_03_07 = (
 
 @attrs.frozen
 class StageTimes:
-    """Microseconds per chunk (best of several runs, GC paused for the logic rows)."""
+    """CPU microseconds per chunk of each part: medians of interleaved rounds, with their spreads.
+
+    Every part runs once per round, in a rotating order, with the collector paused for all of
+    them alike (the same GC state on both sides of every difference); the median of the rounds
+    is kept. Before, the logic rows were best-of-N with the collector paused and the chain ran
+    with it on, so their difference (the plumbing) swung from 0.3 to 11 µs between runs.
+    """
 
     chunks: int
-    stages: dict[str, float]
+    stages: dict[str, Spread]
     """Stage logic, in chain order."""
-    chain_in_memory: float
-    """The whole chain fed from memory (stages 03-07 and their plumbing)."""
+    chain: dict[str, Spread]
+    """The whole chain fed from memory: ``PER_EVENT`` and ``BATCHED``."""
+    reads: int = 0
+    """Reads the batched feed groups the events into."""
+
+    @property
+    def chain_in_memory(self) -> float:
+        """The chain fed one event at a time (median)."""
+        return self.chain[PER_EVENT].median
+
+    @property
+    def chain_batched(self) -> float:
+        """The chain fed one batch per read (median)."""
+        return self.chain[BATCHED].median
 
     @property
     def logic_03_07(self) -> float:
-        """The sum of the logic rows of stages 03-07."""
-        return sum(self.stages[name] for name in LOGIC_03_07)
+        """The sum of the medians of the logic rows of stages 03-07."""
+        return sum(self.stages[name].median for name in LOGIC_03_07)
 
     @property
     def plumbing(self) -> float:
-        """What the chain costs beyond its stages' logic: Rx observers, subject, merge, queue, timers."""
-        return max(0.0, self.chain_in_memory - self.logic_03_07)
+        """What the chain fed per event costs beyond its stages' logic: Rx observers, the fan-out, timers."""
+        return self.chain_in_memory - self.logic_03_07
+
+    @property
+    def plumbing_batched(self) -> float:
+        """The same for the chain fed one batch per read."""
+        return self.chain_batched - self.logic_03_07
 
 
-def _best(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    """The best of *runs* timings (the least disturbed by other load), with the GC paused."""
-    best = float("inf")
-    value: Any = None
-    for _ in range(runs):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            value = fn()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best, value
+PER_EVENT = "chain fed from memory, one item per event"
+BATCHED = "chain fed from memory, one batch per read"
+READ_BYTES = 4096
+"""The batched feed's reads: about what aiohttp hands the transport in figure 1 (3-4 KB, a dozen events)."""
 
 
-def _memory_source(raws: list[RawStreamChunk]) -> reactivex.Observable[RawStreamChunk]:
-    """Emit *raws* from one loop callback, as the transport emits a network read's events."""
+def _memory_source(items: list[Any]) -> reactivex.Observable[Any]:
+    """Emit *items* from one loop callback, as the transport emits a network read's events."""
 
     def subscribe(
-        observer: abc.ObserverBase[RawStreamChunk], scheduler: abc.SchedulerBase | None = None
+        observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         def run() -> None:
-            for raw in raws:
-                observer.on_next(raw)
+            for item in items:
+                observer.on_next(item)
             observer.on_completed()
 
         handle = asyncio.get_running_loop().call_soon(run)
@@ -115,40 +131,45 @@ def _memory_source(raws: list[RawStreamChunk]) -> reactivex.Observable[RawStream
     return reactivex.create(subscribe)
 
 
-async def _chain_once(raws: list[RawStreamChunk], config: StreamConfig) -> StreamResult:
+async def _chain_once(items: list[Any], config: StreamConfig, *, batched: bool = False) -> StreamResult:
     adapter = OpenAIAdapter()
     stops = StopHandle("1")
     delivery = DiscordDelivery(
         sink=MemorySink(), context=StreamContext(), config=config, stops=stops.subject, nonce_prefix="bench"
     )
     chain = build_chain(
-        _memory_source(raws),
+        _memory_source(items),
         normalizer=adapter.new_normalizer,
         config=config,
         stops=stops.signals,
         stop_sink=stops.subject,
         send=delivery.send,
         provider=adapter.name,
+        batched=batched,
     )
     results = await drain(chain)
     return results[-1]
 
 
-async def time_chain_in_memory(raws: list[RawStreamChunk], *, runs: int = 5) -> float:
-    """Best CPU microseconds per chunk of the whole chain fed *raws* from memory (after one warm-up)."""
-    config = StreamConfig()
-    await _chain_once(raws, config)
-    best = float("inf")
-    for _ in range(runs):
-        gc.collect()
-        start = time.process_time()
-        await _chain_once(raws, config)
-        best = min(best, time.process_time() - start)
-    return best / len(raws) * 1e6
+def batches_of(body: bytes, read_bytes: int = READ_BYTES) -> list[Any]:
+    """*body*'s event chunks grouped as reads of *read_bytes* give them (a lone chunk as itself)."""
+    parser = SseParser()
+    items: list[Any] = []
+    for start in range(0, len(body), read_bytes):
+        chunks, done = transport._event_chunks("openai", parser.feed_raw(body[start : start + read_bytes]))
+        if chunks:
+            items.append(chunks[0] if len(chunks) == 1 else Batch(chunks))
+        if done:
+            break
+    return items
 
 
 async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
-    """Time each stage over the capture cut into *pieces*, then the chain fed from memory."""
+    """Time each stage over the capture cut into *pieces*, then the chain fed from memory.
+
+    One warm-up round, then *runs* measured rounds; each round runs every part once in a
+    rotated order, with the collector paused during each part (collected before it).
+    """
     adapter = OpenAIAdapter()
     config = StreamConfig()
 
@@ -160,20 +181,19 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
         fields.extend(parser.close_raw())
         return [field for field in fields if field[0] != b"[DONE]"]
 
-    t_sse, fields = _best(sse, runs)
+    fields = sse()
     n = len(fields)
 
     def decode_stdlib() -> list[Any]:
         return [json.loads(data.decode("utf-8", "replace")) for data, _, _ in fields]
-
-    t_json, _ = _best(decode_stdlib, runs)
 
     def raw_chunks() -> list[RawStreamChunk]:
         # What the transport does per event: decode (its JSON decoder) and wrap.
         make = transport._event_chunk
         return [make("openai", data, event) for data, event, _ in fields]
 
-    t_raw, raws = _best(raw_chunks, runs)
+    raws = raw_chunks()
+    batches = batches_of(b"".join(pieces))
 
     def normalize() -> list[ProcessedChunk]:
         normalizer = adapter.new_normalizer()
@@ -183,7 +203,7 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
         out.extend(normalizer.finish())
         return out
 
-    t_norm, processed = _best(normalize, runs)
+    processed = normalize()
 
     def accumulate() -> list[StreamState]:
         state = StreamState()
@@ -193,7 +213,7 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
             states.append(state)
         return states
 
-    t_route, states = _best(accumulate, runs)
+    states = accumulate()
 
     def flusher() -> list[Segment]:
         # As the flush operator does it in aggregated mode: the deltas kept, pushed as one text.
@@ -206,7 +226,7 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
         out.extend(flush.flush(final=True))
         return out
 
-    t_flush, segments = _best(flusher, runs)
+    segments = flusher()
 
     def cleaner() -> list[Segment]:
         clean = SegmentCleaner(config)
@@ -215,7 +235,7 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
             out.extend(clean.feed(segment))
         return out
 
-    t_clean, cleaned = _best(cleaner, runs)
+    cleaned = cleaner()
 
     def payloads() -> int:
         delivery = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config)
@@ -225,30 +245,60 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
                 count += len(delivery.payloads(segment))
         return count
 
-    t_payloads, _ = _best(payloads, runs)
-
     def results() -> Any:
         builder = ResultBuilder(provider="openai")
         for state in states:
             builder.add(state)
         return builder.build()
 
-    t_result, _ = _best(results, runs)
-
-    chain = await time_chain_in_memory(raws, runs=runs)
+    parts: dict[str, Callable[[], Any]] = {
+        "02 SSE parser": sse,
+        "02 JSON decode + RawStreamChunk": raw_chunks,
+        "02 (stdlib json.loads, for comparison)": decode_stdlib,
+        "03 normalizer": normalize,
+        "04 scan step (route)": accumulate,
+        "05 flusher": flusher,
+        "06 cleaner": cleaner,
+        "07 payloads + 2000-char split": payloads,
+        "04 result fold": results,
+        PER_EVENT: lambda: _chain_once(raws, config),
+        BATCHED: lambda: _chain_once(batches, config, batched=True),
+    }
+    samples = await interleaved(parts, runs=runs)
     per = 1e6 / n
+    spreads = {name: spread([value * per for value in values]) for name, values in samples.items()}
     return StageTimes(
         chunks=n,
-        stages={
-            "02 SSE parser": t_sse * per,
-            "02 JSON decode + RawStreamChunk": t_raw * per,
-            "02 (stdlib json.loads, for comparison)": t_json * per,
-            "03 normalizer": t_norm * per,
-            "04 scan step (route)": t_route * per,
-            "05 flusher": t_flush * per,
-            "06 cleaner": t_clean * per,
-            "07 payloads + 2000-char split": t_payloads * per,
-            "04 result fold": t_result * per,
-        },
-        chain_in_memory=chain,
+        stages={name: spreads[name] for name in parts if name not in (PER_EVENT, BATCHED)},
+        chain={PER_EVENT: spreads[PER_EVENT], BATCHED: spreads[BATCHED]},
+        reads=len(batches),
     )
+
+
+async def interleaved(
+    parts: dict[str, Callable[[], Any]], *, runs: int, warmup: int = 1
+) -> dict[str, list[float]]:
+    """CPU seconds of each part over ``warmup + runs`` rounds (the warm-up rounds dropped).
+
+    Each round runs every part once, in an order rotated by one each round; each part runs
+    with the collector paused after a full collection, so every part is measured in the
+    same GC state. A part returning an awaitable is awaited inside its timing.
+    """
+    names = list(parts)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(warmup + runs):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.process_time()
+                value = parts[name]()
+                if inspect.isawaitable(value):
+                    await value
+                elapsed = time.process_time() - start
+            finally:
+                gc.enable()
+            if round_ >= warmup:
+                samples[name].append(elapsed)
+    return samples

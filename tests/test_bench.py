@@ -8,16 +8,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rxcord.compose.pipeline import stage03
+from rxcord.core.types import Batch
+from rxcord.providers.anthropic import AnthropicAdapter
+from rxcord.providers.google import GoogleAdapter
+from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.sse import SseParser
-from rxcord.providers.transport import _event_chunk
+from rxcord.providers.transport import _event_chunk, _event_chunks
 from rxcord.sinks.emulator import EmulatorConfig
 
 from bench.discord import lower_bound
 from bench.gcwatch import TUNED_THRESHOLDS, GcWatch, tuned_gc
-from bench.make_captures import CaptureSpec, capture_name, make_capture
+from bench.make_captures import FAMILIES, FIRST_TEXT, CaptureSpec, capture_name, make_capture
+from bench.report import Report, Row
 from bench.server import split_events, split_random
+from bench.stages import batches_of, interleaved
 from bench.stats import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +64,9 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
     for figure in ("1 (", "2 ", "3 (", "4 (", "5 ("):
         assert f"\n{figure}" in done.stdout, f"no row for figure {figure!r}"
     assert "GC tuned" in done.stdout
+    for row in ("LiteLLM / chain", "first message, anthropic", "tracked objects per live stream"):
+        assert row in done.stdout, f"no row {row!r}"
+    assert "one batch per read" in out.read_text(encoding="utf-8")
     text = out.read_text(encoding="utf-8")
     assert "## Figures" in text and "nproc" in text and "| chain / floor (a) |" in text
 
@@ -153,3 +164,66 @@ def test_gc_watch_records_collections_and_tuning_is_undone() -> None:
     assert watch.full() and all(ms >= 0 for ms in watch.full())
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_captures_have_the_requested_events_and_their_first_text_where_said(family: str) -> None:
+    """Each provider family's capture: N events, read by its own adapter into text, the first text at
+    ``FIRST_TEXT[family]``."""
+    body = make_capture(CaptureSpec(120, family=family))
+    parser = SseParser()
+    fields = parser.feed_raw(body) + parser.close_raw()
+    raws, _ = _event_chunks(family, fields)
+    assert len(raws) == 120
+    adapter = {"openai": OpenAIAdapter, "anthropic": AnthropicAdapter, "google": GoogleAdapter}[family]()
+    make = stage03(adapter)
+    texts = []
+    for raw in raws:
+        normalizer = make()  # each event alone: does it carry text?
+        texts.append("".join(c.content for c in [*normalizer.feed(raw), *normalizer.finish()]))
+    first = next(index for index, text in enumerate(texts) if text)
+    assert first == FIRST_TEXT[family]
+    whole = make()
+    out = [chunk for raw in raws for chunk in whole.feed(raw)] + list(whole.finish())
+    assert len("".join(c.content for c in out)) > 100
+    assert capture_name(120, family=family).startswith("" if family == "openai" else family)
+
+
+def test_batches_of_flatten_to_the_events() -> None:
+    """The stage table's batched feed holds exactly the capture's chunks, in order."""
+    body = make_capture(CaptureSpec(300))
+    items = batches_of(body, read_bytes=1000)
+    flat = [one for item in items for one in (item if isinstance(item, Batch) else [item])]
+    parser = SseParser()
+    expected, _ = _event_chunks("openai", parser.feed_raw(body))
+    assert flat == expected
+    assert len(items) < len(expected) and any(isinstance(item, Batch) for item in items)
+
+
+async def test_interleaved_rotates_the_order_and_drops_the_warm_up() -> None:
+    """Every part runs once per round, in an order rotated by one each round; the warm-up is dropped."""
+    calls: list[str] = []
+
+    async def later() -> None:
+        calls.append("c")
+
+    parts = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b"), "c": later}
+    samples = await interleaved(parts, runs=3, warmup=1)
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert {name: len(values) for name, values in samples.items()} == {"a": 3, "b": 3, "c": 3}
+    assert all(value >= 0 for values in samples.values() for value in values)
+
+
+def test_a_missed_target_prints_its_measured_reason() -> None:
+    """A missed target's row gets its reason under the table and in the Markdown; a met one none."""
+    report = Report({"python": "x"}, quick=True, runs=1)
+    report.rows += [
+        Row("9", "made-up ratio", "2.0x", "<= 1.5x", False, why=lambda: "because 2.0 > 1.5"),
+        Row("9", "met ratio", "1.0x", "<= 1.5x", True, why=lambda: "never shown"),
+        Row("9", "printed only", "3", "printed"),
+    ]
+    table = report.table()
+    assert "- 9, made-up ratio: because 2.0 > 1.5" in table and "never shown" not in table
+    markdown = report.markdown()
+    assert "because 2.0 > 1.5" in markdown and "never shown" not in markdown
+    assert report.missed() == [("9", "made-up ratio", "because 2.0 > 1.5")]
