@@ -68,12 +68,13 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
             if scheduler is None:
                 raise ValueError("idle_timeout needs a subscribe-time scheduler")
             upstream = SingleAssignmentDisposable()
-            finished = [False]
+            finished = False
 
             def quiet() -> None:
-                if finished[0]:
+                nonlocal finished
+                if finished:
                     return
-                finished[0] = True
+                finished = True
                 upstream.dispose()
                 observer.on_next(_timeout_chunk(seconds))
                 observer.on_completed()
@@ -82,18 +83,20 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
             timer = QuietTimer(scheduler, seconds, quiet)
 
             def on_next(chunk: ProcessedChunk) -> None:
-                if finished[0]:
+                if finished:
                     return
                 timer.poke()
                 observer.on_next(chunk)
 
             def on_error(exc: Exception) -> None:
-                finished[0] = True
+                nonlocal finished
+                finished = True
                 timer.cancel()
                 observer.on_error(exc)
 
             def on_completed() -> None:
-                finished[0] = True
+                nonlocal finished
+                finished = True
                 timer.cancel()
                 observer.on_completed()
 

@@ -37,12 +37,13 @@ def stop_after(
         def subscribe(
             observer: abc.ObserverBase[StreamState], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            fired = [False]
+            fired = False
 
             def on_next(state: StreamState) -> None:
+                nonlocal fired
                 observer.on_next(state)
-                if not fired[0] and state.index >= count:
-                    fired[0] = True
+                if not fired and state.index >= count:
+                    fired = True
                     stops.on_next(StopSignal(kind, f"after chunk {count}"))
 
             return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)

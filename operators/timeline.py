@@ -336,7 +336,7 @@ class _SourceTap:
             observer: abc.ObserverBase[RawStreamChunk], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             _bound(timeline, scheduler)
-            ended = [False]
+            ended = False
             timeline.record(TRANSPORT, "request")
 
             def on_next(raw: RawStreamChunk) -> None:
@@ -347,19 +347,22 @@ class _SourceTap:
                 observer.on_next(raw)
 
             def on_error(exc: Exception) -> None:
-                ended[0] = True
+                nonlocal ended
+                ended = True
                 timeline.record(TRANSPORT, "transport_error", type(exc).__name__)
                 observer.on_error(exc)
 
             def on_completed() -> None:
-                ended[0] = True
+                nonlocal ended
+                ended = True
                 timeline.record(TRANSPORT, "end")
                 observer.on_completed()
 
             def on_dispose() -> None:
+                nonlocal ended
                 # Disposed before its end: the chain cut the request (kill, stop, idle timeout).
-                if not ended[0]:
-                    ended[0] = True
+                if not ended:
+                    ended = True
                     timeline.record(TRANSPORT, "cancelled")
 
             upstream = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
@@ -382,15 +385,16 @@ class _StateTap:
             observer: abc.ObserverBase[StreamState], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             _bound(timeline, scheduler)
-            last = [StreamStatus.STREAMING]
+            last = StreamStatus.STREAMING
 
             def on_stop(signal: StopSignal) -> None:
                 detail = f"{signal.kind.value}: {signal.reason}" if signal.reason else signal.kind.value
                 timeline.record(ORCHESTRATOR, "stop", detail)
 
             def on_next(state: StreamState) -> None:
-                if state.status is not last[0]:
-                    last[0] = state.status
+                nonlocal last
+                if state.status is not last:
+                    last = state.status
                     timeline.record(ORCHESTRATOR, "status", state.status.value)
                 observer.on_next(state)
 
