@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "AnthropicAdapter": "rxcord.providers.anthropic",
+    "BucketStore": "rxcord.sinks.ratelimit",
     "Candidate": "rxcord.compose.turn",
     "ChatRequest": "rxcord.core.request",
     "ChunkType": "rxcord.core.types",
@@ -43,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "DiscordPySink": "rxcord.sinks.discordpy",
     "DiscordSink": "rxcord.sinks.base",
     "DiscordStopError": "rxcord.core.errors",
+    "EditableSink": "rxcord.sinks.base",
     "EmulatorConfig": "rxcord.sinks.emulator",
     "ErrorType": "rxcord.core.types",
     "FinishReason": "rxcord.core.types",
@@ -72,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "RawStreamChunk": "rxcord.core.types",
     "Redactor": "rxcord.core.redact",
     "RedisStopBus": "rxcord.io.stop_bus",
+    "RedisStore": "rxcord.sinks.redis_ratelimit",
     "RefusedAnswer": "rxcord.providers.decisions",
     "RenderModifiers": "rxcord.core.config",
     "ReplayServer": "rxcord.io.replay",
@@ -136,6 +139,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = (
     "AnthropicAdapter",
+    "BucketStore",
     "Candidate",
     "ChatRequest",
     "ChunkType",
@@ -156,6 +160,7 @@ __all__ = (
     "DiscordPySink",
     "DiscordSink",
     "DiscordStopError",
+    "EditableSink",
     "EmulatorConfig",
     "ErrorType",
     "FinishReason",
@@ -185,6 +190,7 @@ __all__ = (
     "RawStreamChunk",
     "Redactor",
     "RedisStopBus",
+    "RedisStore",
     "RefusedAnswer",
     "RenderModifiers",
     "ReplayServer",
@@ -327,11 +333,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         with_usage_callback,
         with_usage_reporter,
     )
-    from rxcord.sinks.base import DiscordSink
+    from rxcord.sinks.base import DiscordSink, EditableSink
     from rxcord.sinks.discordpy import DiscordPySink
     from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, point_discord_py
     from rxcord.sinks.memory import MemorySink
-    from rxcord.sinks.ratelimit import MemoryStore, RateLimiter, RateLimitError, make_limiter
+    from rxcord.sinks.ratelimit import BucketStore, MemoryStore, RateLimiter, RateLimitError, make_limiter
+    from rxcord.sinks.redis_ratelimit import RedisStore
     from rxcord.sinks.rest import RestSink, TokenRejectedError
     from rxcord.sinks.split_message import split_message
     from rxcord.sinks.terminal import TerminalSink

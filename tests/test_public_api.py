@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The public surface, pinned: adding or removing a name is a deliberate change of this list.
 PUBLIC = [
     "AnthropicAdapter",
+    "BucketStore",
     "Candidate",
     "ChatRequest",
     "ChunkType",
@@ -38,6 +39,7 @@ PUBLIC = [
     "DiscordPySink",
     "DiscordSink",
     "DiscordStopError",
+    "EditableSink",
     "EmulatorConfig",
     "ErrorType",
     "FinishReason",
@@ -67,6 +69,7 @@ PUBLIC = [
     "RawStreamChunk",
     "Redactor",
     "RedisStopBus",
+    "RedisStore",
     "RefusedAnswer",
     "RenderModifiers",
     "ReplayServer",
