@@ -12,7 +12,8 @@ reasoning collected) so the runner can check that all of them did the same work.
   (``AsyncOpenAI.chat.completions.create(stream=True)``) and collecting content.
 * ``litellm_stream``: (d) LiteLLM's ``acompletion(stream=True)`` on the same server (the
   ``openai/`` route, the offline cost map: ``LITELLM_LOCAL_MODEL_COST_MAP=True``),
-  collecting content.
+  collecting content; it runs in a child process of its own (``bench.peer``: its import would
+  add about 350,000 tracked objects to the measuring process).
 * ``rxcord_chain``: the full seven-stage chain (``rxcord.compose.run.run_stream``:
   transport, SSE parser, normalizer, idle timeout, stop gate, scan, flusher,
   cleaner, typing heartbeat, serialized delivery, result fold) with aggregated

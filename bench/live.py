@@ -72,6 +72,7 @@ from rxcord.sinks.memory import MemorySink
 from bench.clients import _CHAT, _TRANSPORT, REQUEST_BODY, Splitter, rxcord_job
 from bench.gcwatch import GcWatch, tuned_gc
 from bench.make_captures import FIRST_TEXT, capture_name
+from bench.protocol import read_events
 from bench.server import ServerProcess
 from bench.stats import percentile
 
@@ -409,8 +410,13 @@ async def measure_lag_floor(
     *,
     streams: int,
     rate: float,
+    socket_driven: bool = False,
 ) -> LagResult:
-    """Figure 4's baseline: the same streams read by aiohttp, split and decoded with orjson, nothing else."""
+    """Figure 4's baseline: the same streams read by aiohttp, split and decoded with orjson, nothing else.
+
+    *socket_driven*: read with ``bench.protocol`` instead (events handled in ``data_received``,
+    no task wake-up per read): what a socket-driven transport could save against aiohttp's reader.
+    """
     await _reset(session, server)
     pace_ms = 1000.0 / rate
     stamps: dict[str, list[float]] = {}
@@ -419,6 +425,15 @@ async def measure_lag_floor(
         stream_id = f"floor{number}"
         seen = stamps[stream_id] = []
         url = _paced_url(server, chunks, number, streams, pace_ms, stream_id)
+        if socket_driven:
+
+            def on_event(data: bytes) -> None:
+                if data != b"[DONE]":
+                    orjson.loads(data)
+                    seen.append(time.monotonic())
+
+            await read_events(f"{url}/chat/completions", REQUEST_BODY, on_event)
+            return len(seen) == chunks
         splitter = Splitter()
         async with session.post(f"{url}/chat/completions", json=REQUEST_BODY) as response:
             async for piece in response.content.iter_any():

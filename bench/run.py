@@ -21,6 +21,7 @@ __all__ = ("Config", "main", "run")
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import os
 import platform
@@ -37,6 +38,7 @@ from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
 from bench import cost, discord, live, stages
 from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
+from bench.peer import LiteLLMPeer
 from bench.report import Report
 from bench.server import ServerProcess, split_random
 
@@ -159,12 +161,6 @@ def environment() -> dict[str, str]:
     }
 
 
-def _litellm() -> Any | None:
-    from bench.clients import litellm_module
-
-    return litellm_module()
-
-
 def _sdk_client(server: ServerProcess) -> Any | None:
     try:
         import openai
@@ -179,10 +175,11 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
     with ServerProcess(captures) as server:
         async with aiohttp.ClientSession() as session:
             sdk = _sdk_client(server)
-            lite = _litellm() if 1 in only else None
-            report.note_sdk(sdk is not None, lite is not None)
-            if 1 in only or 2 in only:
-                await _figures_1_2(config, server, session, sdk, report, only, lite)
+            with LiteLLMPeer() if 1 in only else contextlib.nullcontext() as peer:
+                lite = peer if peer is not None and peer.available else None
+                report.note_sdk(sdk is not None, lite is not None)
+                if 1 in only or 2 in only:
+                    await _figures_1_2(config, server, session, sdk, report, only, lite)
             if 1 in only:
                 await _stages(config, captures, report)
         if 3 in only or 4 in only:
@@ -223,7 +220,16 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         streams=config.lag_streams,
                         rate=config.lag_rate,
                     )
-                    report.lag(chain, floor)
+                    report.progress("figure 4: a socket-driven reader (asyncio protocol) at the same load")
+                    socket_floor = await live.measure_lag_floor(
+                        server,
+                        session,
+                        config.lag_chunks,
+                        streams=config.lag_streams,
+                        rate=config.lag_rate,
+                        socket_driven=True,
+                    )
+                    report.lag(chain, floor, socket_floor)
                     capacities = []
                     for is_floor in (False, True):
                         report.progress(

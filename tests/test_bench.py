@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rxcord.compose.pipeline import stage03
 from rxcord.core.types import Batch
+from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.openai import OpenAIAdapter
@@ -23,6 +24,7 @@ from rxcord.sinks.emulator import EmulatorConfig
 from bench.discord import lower_bound
 from bench.gcwatch import TUNED_THRESHOLDS, GcWatch, tuned_gc
 from bench.make_captures import FAMILIES, FIRST_TEXT, CaptureSpec, capture_name, make_capture
+from bench.protocol import read_events
 from bench.report import Report, Row
 from bench.server import split_events, split_random
 from bench.stages import batches_of, interleaved
@@ -227,3 +229,15 @@ def test_a_missed_target_prints_its_measured_reason() -> None:
     markdown = report.markdown()
     assert "because 2.0 > 1.5" in markdown and "never shown" not in markdown
     assert report.missed() == [("9", "made-up ratio", "because 2.0 > 1.5")]
+
+
+@pytest.mark.parametrize("chunking", [Chunking(), Chunking(size=7), Chunking(seed=5)], ids=repr)
+async def test_the_socket_driven_reader_sees_every_event(chunking: Chunking) -> None:
+    """``bench.protocol`` (the live figure's socket-driven floor) decodes the chunked body into the events."""
+    body = make_capture(CaptureSpec(150))
+    seen: list[bytes] = []
+    async with ReplayServer(body=body, chunking=chunking) as server:
+        count = await read_events(f"{server.base_url}/v1/chat/completions", {"stream": True}, seen.append)
+    parser = SseParser()
+    expected = [event.data.encode() for event in parser.feed(body) + parser.close()]
+    assert seen == expected and count == len(expected) == 151
