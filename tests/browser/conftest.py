@@ -10,8 +10,10 @@ Without Chromium these tests FAIL with the command that installs it; they never 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -56,11 +58,34 @@ def _find(env: str, *candidates: str) -> str | None:
     return None
 
 
+_INSTALL = Path(__file__).resolve().parents[2] / "scripts" / "install_browser.sh"
+
+
+def _install() -> None:
+    """Install Debian's Chromium with the project's script, once per machine (xdist workers wait).
+
+    Only as root (CI and the sessions here are) and only when no explicit path was given; a
+    failed install leaves the check below to fail with its message.
+    """
+    if os.geteuid() != 0 or not _INSTALL.exists():
+        return
+    with open("/tmp/rxcord-browser-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shutil.which("chromium") and shutil.which("chromedriver"):
+            return
+        subprocess.run(["bash", str(_INSTALL)], check=False, timeout=900)
+
+
 @pytest.fixture(scope="session")
 def chromium() -> tuple[str, str]:
-    """Paths of the Chromium binary and its driver; fails (never skips) when they are missing."""
+    """Paths of the Chromium binary and its driver; installs them if missing, else fails (never skips)."""
     binary = _find("RXCORD_CHROMIUM", "chromium", "chromium-browser")
     driver = _find("RXCORD_CHROMEDRIVER", "chromedriver")
+    explicit = "RXCORD_CHROMIUM" in os.environ or "RXCORD_CHROMEDRIVER" in os.environ
+    if (binary is None or driver is None) and not explicit:
+        _install()
+        binary = _find("RXCORD_CHROMIUM", "chromium", "chromium-browser")
+        driver = _find("RXCORD_CHROMEDRIVER", "chromedriver")
     if binary is None or driver is None:
         pytest.fail(
             "the browser tests need Chromium and its driver (missing: "
