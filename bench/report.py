@@ -482,6 +482,8 @@ class Report:
             f"| **{stages_mod.BATCHED}** | {times.chain[stages_mod.BATCHED].show()} |",
             f"| Rx plumbing, one batch per read (the difference) | {times.plumbing_batched:.2f} |",
         ]
+        for feed, (calls, hops) in times.counted.items():
+            lines.append(f"| {feed}: counted per chunk | {calls:.1f} calls, {hops:.2f} observer hops |")
         if self.chain_e2e is not None:
             lines.append(
                 f"| transport: aiohttp, SSE, JSON (end-to-end {self.chain_e2e:.2f} minus the batched chain "

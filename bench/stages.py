@@ -23,9 +23,11 @@ from __future__ import annotations
 __all__ = ("BATCHED", "PER_EVENT", "StageTimes", "batches_of", "interleaved", "time_stages")
 
 import asyncio
+import cProfile
 import gc
 import inspect
 import json
+import pstats
 import time
 from collections.abc import Callable
 from typing import Any
@@ -81,6 +83,9 @@ class StageTimes:
     """The whole chain fed from memory: ``PER_EVENT`` and ``BATCHED``."""
     reads: int = 0
     """Reads the batched feed groups the events into."""
+    counted: dict[str, tuple[float, float]] = attrs.field(factory=dict)
+    """Per feed (``PER_EVENT``, ``BATCHED``): Python function calls and observer hops per chunk,
+    counted (``count_work``): the same on any machine, however loaded."""
 
     @property
     def chain_in_memory(self) -> float:
@@ -264,6 +269,10 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
         PER_EVENT: lambda: _chain_once(raws, config),
         BATCHED: lambda: _chain_once(batches, config, batched=True),
     }
+    counted = {
+        PER_EVENT: await count_work(raws, config),
+        BATCHED: await count_work(batches, config, batched=True),
+    }
     samples = await interleaved(parts, runs=runs)
     per = 1e6 / n
     spreads = {name: spread([value * per for value in values]) for name, values in samples.items()}
@@ -272,7 +281,28 @@ async def time_stages(pieces: list[bytes], *, runs: int = 5) -> StageTimes:
         stages={name: spreads[name] for name in parts if name not in (PER_EVENT, BATCHED)},
         chain={PER_EVENT: spreads[PER_EVENT], BATCHED: spreads[BATCHED]},
         reads=len(batches),
+        counted=counted,
     )
+
+
+async def count_work(items: list[Any], config: StreamConfig, *, batched: bool = False) -> tuple[float, float]:
+    """Python function calls and ``AutoDetachObserver.on_next`` hops per chunk of one in-memory stream.
+
+    Counted with ``cProfile`` (its call counts, not its times) after one uncounted warm-up run.
+    """
+    chunks = sum(len(item) if isinstance(item, Batch) else 1 for item in items)
+    await _chain_once(items, config, batched=batched)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        await _chain_once(items, config, batched=batched)
+    finally:
+        profiler.disable()
+    stats = pstats.Stats(profiler)
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
+    hops = sum(row[1] for key, row in table.items() if key[2] == "on_next" and "autodetachobserver" in key[0])
+    calls: int = stats.total_calls  # type: ignore[attr-defined]
+    return calls / chunks, hops / chunks
 
 
 async def interleaved(
