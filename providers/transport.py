@@ -56,7 +56,7 @@ from reactivex.disposable import Disposable
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.redact import Redactor, credentials_in
-from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk
+from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
@@ -515,13 +515,13 @@ def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChun
             pass  # the standard library decides (and words the error)
         else:
             if not safe_json.too_deep(data):
-                return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
+                return raw_chunk(provider, decoded, event, _NO_METADATA)
     text = data.decode("utf-8", errors="replace")
     try:
         decoded = safe_json.loads(text)
     except safe_json.MalformedJsonError as exc:
         return _malformed(provider, f"malformed SSE data in event {event or 'message'} ({exc})", text)
-    return RawStreamChunk(provider=provider, data=decoded, event=event, metadata=_NO_METADATA)
+    return raw_chunk(provider, decoded, event, _NO_METADATA)
 
 
 def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:

@@ -25,6 +25,7 @@ from rxcord.core.types import (
     ThoughtKind,
     ThoughtLogEntry,
     Usage,
+    raw_chunk,
 )
 
 HOT = (RawStreamChunk, ProcessedChunk)
@@ -106,3 +107,43 @@ def test_the_validator_still_runs() -> None:
     with pytest.raises(ValueError, match="error"):
         attrs.evolve(ProcessedChunk.fail(ERROR), error=None)
     assert ProcessedChunk.call(CALL).function_call == CALL
+
+
+@given(
+    content=st.text(max_size=20),
+    serving=st.none() | st.text(max_size=5),
+    thought=st.none() | st.text(min_size=1, max_size=5),
+)
+def test_the_text_shortcut_builds_what_the_constructor_builds(
+    content: str, serving: str | None, thought: str | None
+) -> None:
+    """``ProcessedChunk.text`` skips ``__init__``'s keyword binding; the value is the constructor's."""
+    thoughts = (ThoughtLogEntry(kind=ThoughtKind.RAW, text=thought),) if thought else ()
+    fast = ProcessedChunk.text(content, thoughts=thoughts, serving_provider=serving)
+    slow = ProcessedChunk(type=ChunkType.TEXT, content=content, thoughts=thoughts, serving_provider=serving)
+    assert fast == slow and repr(fast) == repr(slow) and type(fast) is ProcessedChunk
+    assert {f.name: getattr(fast, f.name) for f in attrs.fields(ProcessedChunk)} == attrs.asdict(
+        slow, recurse=False
+    )
+    assert fast.metadata is not ProcessedChunk.text(content).metadata  # a fresh dict each
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        fast.content = "x"  # type: ignore[misc]
+
+
+def test_the_text_shortcut_respects_a_subclass() -> None:
+    @attrs.frozen(kw_only=True, init=False)
+    class Marked(ProcessedChunk):
+        pass
+
+    assert type(Marked.text("a")) is Marked and Marked.text("a").content == "a"
+
+
+@given(
+    data=st.none() | st.dictionaries(st.text(max_size=3), st.integers()),
+    event=st.none() | st.text(max_size=5),
+)
+def test_raw_chunk_builds_what_the_constructor_builds(data: object, event: str | None) -> None:
+    meta = {"status": 200}
+    fast = raw_chunk("openai", data, event, meta)
+    assert fast == RawStreamChunk(provider="openai", data=data, event=event, metadata=meta)
+    assert fast.error is None and fast.metadata is meta and type(fast) is RawStreamChunk

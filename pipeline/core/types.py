@@ -33,6 +33,7 @@ __all__ = (
     "ThoughtKind",
     "ThoughtLogEntry",
     "Usage",
+    "raw_chunk",
 )
 
 import enum
@@ -326,6 +327,21 @@ class RawStreamChunk:
         _raw_metadata(self, {} if metadata is None else metadata)
 
 
+def raw_chunk(provider: str, data: Any, event: str | None, metadata: Mapping[str, Any]) -> RawStreamChunk:
+    """``RawStreamChunk(provider=..., data=..., event=..., metadata=...)``, without an error.
+
+    Built without the keyword binding of ``__init__``: the transport makes one per SSE event.
+    """
+    chunk: RawStreamChunk = _object_new(RawStreamChunk)
+    _raw_provider(chunk, provider)
+    _raw_data(chunk, data)
+    _raw_event(chunk, event)
+    _raw_error(chunk, None)
+    _raw_metadata(chunk, metadata)
+    return chunk
+
+
+_object_new: Any = object.__new__
 _raw_slots: Any = RawStreamChunk
 _raw_provider = _raw_slots.provider.__set__
 _raw_data = _raw_slots.data.__set__
@@ -395,7 +411,20 @@ class ProcessedChunk:
         serving_provider: str | None = None,
     ) -> ProcessedChunk:
         """A ``text`` chunk."""
-        return cls(type=ChunkType.TEXT, content=content, thoughts=thoughts, serving_provider=serving_provider)
+        if cls is not ProcessedChunk:
+            kind = ChunkType.TEXT
+            return cls(type=kind, content=content, thoughts=thoughts, serving_provider=serving_provider)
+        # The commonest chunk of all (a delta): built without the keyword binding of __init__.
+        chunk: ProcessedChunk = _object_new(ProcessedChunk)
+        _pc_type(chunk, ChunkType.TEXT)
+        _pc_content(chunk, content)
+        _pc_function_call(chunk, None)
+        _pc_error(chunk, None)
+        _pc_thoughts(chunk, thoughts)
+        _pc_metadata(chunk, {})
+        _pc_serving_provider(chunk, serving_provider)
+        _pc_usage(chunk, None)
+        return chunk
 
     @classmethod
     def call(cls, function_call: FunctionCall, *, serving_provider: str | None = None) -> ProcessedChunk:
