@@ -403,9 +403,9 @@ class RxcordBot:
     async def _run(
         self, turn: Turn, message: discord.Message, previous: asyncio.Task[TurnResult | None] | None
     ) -> TurnResult | None:
-        if previous is not None:
-            await asyncio.wait([previous])
         try:
+            if previous is not None:
+                await asyncio.wait([previous])  # one answer at a time per channel
             turn.result = await self._answer(turn, message)
             return turn.result
         except asyncio.CancelledError:

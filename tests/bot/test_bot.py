@@ -230,3 +230,19 @@ async def test_a_persona_answers_through_its_webhook_and_its_answers_are_the_ass
     await eventually(lambda: len(bot.finished) == 2, what="the second answer")
     roles = [m["role"] for m in world.provider.requests[1]["messages"]]
     assert roles[-2:] == ["assistant", "user"]
+
+
+@pytest.mark.timeout(120)
+async def test_follow_ups_in_a_row_leave_only_the_last_answer_running(world: World) -> None:
+    bot = await world.bot(world.config(mode="live"))
+    await world.say(GENERAL, f"{_me(bot)} slow one")
+    await eventually(lambda: world.provider.written.get(0, 0) >= 3, what="the first answer to stream")
+    await world.say(GENERAL, "slow two")
+    await world.say(GENERAL, "three words=3")  # may interrupt "two" while it still waits for "one"
+    await eventually(lambda: len(bot.finished) == 3, what="three turns to end")
+    await idle(bot)
+    assert _status(bot, 0) is StreamStatus.FOLLOW_UP_INTERRUPT
+    assert _status(bot, 2) is StreamStatus.COMPLETED
+    second = bot.finished[1].result
+    assert second is None or second.result.status is StreamStatus.FOLLOW_UP_INTERRUPT
+    assert world.bot_messages(GENERAL)[-1]["content"] == "Answer to three words=3: w0 w1 w2"
