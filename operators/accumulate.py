@@ -23,6 +23,10 @@ from __future__ import annotations
 
 __all__ = ("accumulate", "route")
 
+from collections.abc import Callable
+from typing import Any
+
+import attrs
 from reactivex import Observable, abc
 from rxcord.core.state import StreamState
 from rxcord.core.types import (
@@ -30,10 +34,14 @@ from rxcord.core.types import (
     ChunkType,
     ErrorType,
     FinishReason,
+    FunctionCall,
     Operator,
     ProcessedChunk,
+    ProviderError,
     StopSignal,
     StreamStatus,
+    ThoughtLogEntry,
+    Usage,
 )
 from rxcord.operators.fused import BatchAware
 
@@ -72,20 +80,95 @@ def route(state: StreamState, item: ProcessedChunk | StopSignal) -> StreamState:
             finish = FinishReason(reported)
         raw_finish = meta.get("raw_finish_reason", raw_finish)
         request_id = meta.get("request_id", request_id)
-    return StreamState(
-        status=status,
-        index=state.index + 1,
-        delta=delta,
-        thoughts=item.thoughts,
-        function_call=call,
-        error=error,
-        stop=state.stop,
-        finish_reason=finish,
-        raw_finish_reason=raw_finish,
-        usage=item.usage if item.usage is not None else state.usage,
-        serving_provider=state.serving_provider or item.serving_provider or None,
-        request_id=request_id,
+    return _state(
+        status,
+        state.index + 1,
+        delta,
+        item.thoughts,
+        call,
+        error,
+        state.stop,
+        finish,
+        raw_finish,
+        item.usage if item.usage is not None else state.usage,
+        state.serving_provider or item.serving_provider or None,
+        request_id,
     )
+
+
+_FIELDS = (
+    "status",
+    "index",
+    "delta",
+    "thoughts",
+    "function_call",
+    "error",
+    "stop",
+    "finish_reason",
+    "raw_finish_reason",
+    "usage",
+    "serving_provider",
+    "request_id",
+)
+"""``StreamState``'s fields, in the order ``_state`` takes them."""
+
+
+def _make_state_builder() -> Callable[..., StreamState]:
+    """A positional ``StreamState`` builder: one per chunk, the scan's hottest line.
+
+    attrs' frozen ``__init__`` binds twelve keywords and sets each field through
+    ``object.__setattr__``; this sets the slots through their descriptors. Used only while
+    ``StreamState`` has exactly ``_FIELDS`` with no validator, converter or factory default
+    (checked here, once); otherwise the constructor itself.
+    """
+    fields = attrs.fields(StreamState)
+    plain = all(
+        field.validator is None and field.converter is None and not isinstance(field.default, attrs.Factory)  # type: ignore[arg-type]
+        for field in fields
+    )
+    if tuple(field.name for field in fields) != _FIELDS or not plain:
+
+        def constructed(*values: Any) -> StreamState:
+            return StreamState(**dict(zip(_FIELDS, values, strict=True)))
+
+        return constructed
+    slots: Any = StreamState
+    new: Any = object.__new__
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11 = (getattr(slots, name).__set__ for name in _FIELDS)
+
+    def built(  # noqa: PLR0917 - positional on purpose: keyword binding is what this avoids
+        status: StreamStatus,
+        index: int,
+        delta: str,
+        thoughts: tuple[ThoughtLogEntry, ...],
+        call: FunctionCall | None,
+        error: ProviderError | None,
+        stop: StopSignal | None,
+        finish: FinishReason | None,
+        raw_finish: str | None,
+        usage: Usage | None,
+        serving: str | None,
+        request_id: str | None,
+    ) -> StreamState:
+        state: StreamState = new(StreamState)
+        s0(state, status)
+        s1(state, index)
+        s2(state, delta)
+        s3(state, thoughts)
+        s4(state, call)
+        s5(state, error)
+        s6(state, stop)
+        s7(state, finish)
+        s8(state, raw_finish)
+        s9(state, usage)
+        s10(state, serving)
+        s11(state, request_id)
+        return state
+
+    return built
+
+
+_state = _make_state_builder()
 
 
 def _with(state: StreamState, *, status: StreamStatus, stop: StopSignal) -> StreamState:

@@ -1,5 +1,7 @@
 """The per-chunk types' hand-written initialisers agree with their attrs fields (issue 18).
 
+(``StreamState`` is built by the scan's positional builder, ``rxcord.operators.accumulate._state``.)
+
 ``RawStreamChunk`` and ``ProcessedChunk`` are attrs frozen classes with ``init=False`` and an
 ``__init__`` of their own that sets the slots directly (cheaper than attrs' generated one). These
 tests pin it to the fields: the same keyword-only parameters, the same defaults, every field set,
@@ -15,6 +17,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rxcord.core.state import StreamState
 from rxcord.core.types import (
     ChunkType,
     ErrorType,
@@ -22,11 +25,13 @@ from rxcord.core.types import (
     ProcessedChunk,
     ProviderError,
     RawStreamChunk,
+    StreamStatus,
     ThoughtKind,
     ThoughtLogEntry,
     Usage,
     raw_chunk,
 )
+from rxcord.operators import accumulate
 
 HOT = (RawStreamChunk, ProcessedChunk)
 
@@ -147,3 +152,47 @@ def test_raw_chunk_builds_what_the_constructor_builds(data: object, event: str |
     fast = raw_chunk("openai", data, event, meta)
     assert fast == RawStreamChunk(provider="openai", data=data, event=event, metadata=meta)
     assert fast.error is None and fast.metadata is meta and type(fast) is RawStreamChunk
+
+
+def test_the_scan_builds_stream_states_through_the_slots_while_the_fields_allow() -> None:
+    """``accumulate``'s positional builder is used only while ``StreamState`` has exactly its fields."""
+    assert tuple(f.name for f in attrs.fields(StreamState)) == accumulate._FIELDS
+    assert accumulate._state.__name__ == "built"
+
+
+@given(
+    index=st.integers(0, 10**6),
+    delta=st.text(max_size=10),
+    serving=st.none() | st.text(max_size=4),
+    request_id=st.none() | st.text(max_size=4),
+    status=st.sampled_from(list(StreamStatus)),
+)
+def test_the_scan_builder_builds_what_the_constructor_builds(
+    index: int, delta: str, serving: str | None, request_id: str | None, status: StreamStatus
+) -> None:
+    values = {
+        "status": status,
+        "index": index,
+        "delta": delta,
+        "thoughts": (ThoughtLogEntry(kind=ThoughtKind.RAW, text="t"),),
+        "function_call": CALL,
+        "error": ERROR,
+        "stop": None,
+        "finish_reason": None,
+        "raw_finish_reason": "stop",
+        "usage": Usage(input_tokens=1, output_tokens=2),
+        "serving_provider": serving,
+        "request_id": request_id,
+    }
+    built = accumulate._state(*(values[name] for name in accumulate._FIELDS))
+    assert built == StreamState(**values) and repr(built) == repr(StreamState(**values))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.delta = "x"  # type: ignore[misc]
+
+
+def test_the_scan_builder_falls_back_to_the_constructor_when_the_fields_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(accumulate, "_FIELDS", (*accumulate._FIELDS, "extra"))
+    builder = accumulate._make_state_builder()
+    assert builder.__name__ == "constructed"
