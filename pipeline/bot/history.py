@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import aiohttp
 import attrs
+import yarl
 from loguru import logger
 from rxcord import DiscordError, ImagePart, Message, RateLimiter, Role, TextPart
 from rxcord.bot.config import ContextLimits
@@ -28,6 +29,7 @@ from rxcord.sinks.ratelimit import Route
 
 _log = logger.bind(stage="bot-context")
 
+_CDN_HOSTS: Final = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
 _IMAGE_TYPES: Final = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _TEXT_SUFFIXES: Final = (
     ".txt",
@@ -133,6 +135,9 @@ class Fetcher:
         self._token = token
         self._session = session
         self._limiter = limiter
+        # Attachments are read from Discord's CDN only (or the host of the API itself: the
+        # emulator), never from wherever a message says: no request to a private address.
+        self._file_hosts = {*_CDN_HOSTS, (yarl.URL(self._base).host or "").lower()}
 
     def __repr__(self) -> str:
         return f"Fetcher({self._base!r})"
@@ -154,7 +159,9 @@ class Fetcher:
 
     async def attachment_text(self, attachment: Attachment, max_chars: int) -> str | None:
         """The attachment's text, at most *max_chars* characters plus one (to tell it was cut)."""
-        if not attachment.url.startswith(("https://", "http://")):
+        url = yarl.URL(attachment.url)
+        if url.scheme not in ("https", "http") or (url.host or "").lower() not in self._file_hosts:
+            _log.info("attachment {name} not read: not on Discord's CDN", name=attachment.filename)
             return None
         try:
             async with self._session.get(attachment.url, timeout=aiohttp.ClientTimeout(total=15)) as response:

@@ -50,6 +50,7 @@ class EchoProvider:
 
     async def start(self) -> str:
         app = web.Application()
+        app.router.add_route("GET", "/files/{name}", self._file)
         app.router.add_route("POST", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -68,6 +69,9 @@ class EchoProvider:
         last = next(m for m in reversed(messages) if m["role"] == "user")
         content = last["content"]
         return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+    async def _file(self, request: web.Request) -> web.Response:
+        return web.Response(text=f"contents of {request.match_info['name']}", content_type="text/plain")
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -170,6 +174,7 @@ mode = "{mode}"
         author: str = ALICE,
         name: str = "alice",
         reply_to: str | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "channel_id": channel,
@@ -177,6 +182,8 @@ mode = "{mode}"
             "username": name,
             "content": content,
         }
+        if attachments:
+            body["attachments"] = attachments
         if reply_to is not None:
             body["message_reference"] = {"message_id": reply_to}
         async with self.session.post(f"{self.emulator.base_url}/_emulator/messages", json=body) as response:

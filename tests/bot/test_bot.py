@@ -246,3 +246,17 @@ async def test_follow_ups_in_a_row_leave_only_the_last_answer_running(world: Wor
     second = bot.finished[1].result
     assert second is None or second.result.status is StreamStatus.FOLLOW_UP_INTERRUPT
     assert world.bot_messages(GENERAL)[-1]["content"] == "Answer to three words=3: w0 w1 w2"
+
+
+@pytest.mark.timeout(120)
+async def test_text_attachments_are_read_from_discord_hosts_only(world: World) -> None:
+    bot = await world.bot(world.config(mode="aggregated"))
+    files = world.provider.base_url.removesuffix("/v1") + "/files"
+    attachments = [
+        {"url": f"{files}/notes.txt", "filename": "notes.txt", "content_type": "text/plain"},
+        {"url": "http://10.255.255.1/secret.txt", "filename": "secret.txt", "content_type": "text/plain"},
+    ]
+    await world.say(GENERAL, f"{_me(bot)} read these words=1", attachments=attachments)
+    await eventually(lambda: len(bot.finished) == 1, what="the answer")
+    prompt = world.provider.last_user_text(0)
+    assert prompt == "alice: read these words=1\n\n<file name='notes.txt'>\ncontents of notes.txt\n</file>"

@@ -7,8 +7,8 @@ from importlib import resources
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rxcord import DeliveryMode, ImagePart, Role, TextPart
-from rxcord.bot.app import permitted
+from rxcord import DeliveryMode, ImagePart, MissingCredentialError, Role, TextPart
+from rxcord.bot.app import permitted, resolve_secrets
 from rxcord.bot.config import ConfigError, ContextLimits, parse_config
 from rxcord.bot.history import Attachment, ChatLine, build_messages
 
@@ -135,3 +135,19 @@ def test_config_errors_name_the_key_and_line(text: str, message: str) -> None:
         parse_config(text, source="bot.toml")
     assert str(caught.value).startswith(f"bot.toml:{message}")
     assert "sk-123" not in str(caught.value)  # a key pasted by mistake is never echoed
+
+
+def test_secrets_come_from_the_named_variables() -> None:
+    config = parse_config(
+        '[provider]\nname = "openai"\nmodel = "m"\napi_key_env = ["K1", "K2", "K3"]\n'
+        '[persona]\nwebhook_url_env = "HOOK"\n'
+    )
+    env = {"DISCORD_BOT_TOKEN": "t", "K1": "a", "K3": "c", "HOOK": "https://discord.com/api/webhooks/42/tok"}
+    secrets = resolve_secrets(config, env)
+    assert secrets.api_keys == ("a", "c")  # in the file's order, unset ones skipped
+    assert (secrets.webhook_id, secrets.webhook_token) == ("42", "tok")
+    assert "tok" not in repr(secrets) and "'a'" not in repr(secrets)
+    with pytest.raises(MissingCredentialError, match="DISCORD_BOT_TOKEN"):
+        resolve_secrets(config, {k: v for k, v in env.items() if k != "DISCORD_BOT_TOKEN"})
+    with pytest.raises(MissingCredentialError, match="K1 or K2 or K3"):
+        resolve_secrets(config, {"DISCORD_BOT_TOKEN": "t", "HOOK": env["HOOK"]})
