@@ -264,10 +264,15 @@ def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
     if unknown is not None:
         raise ConfigError(_where(source, text, unknown, "unknown key"))
     try:
-        return _CONVERTER.structure(raw, BotConfig)
+        config = _CONVERTER.structure(raw, BotConfig)
     except (ClassValidationError, IterableValidationError) as exc:
         path, message = _first_error(exc, ())
         raise ConfigError(_where(source, text, path, message)) from None
+    if config.provider.name == "custom" and not config.provider.base_url:
+        raise ConfigError(
+            _where(source, text, ("provider", "base_url"), "is required for the custom provider")
+        )
+    return config
 
 
 def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: tuple[str, ...]) -> tuple[str, ...] | None:

@@ -128,6 +128,7 @@ def test_the_example_config_loads() -> None:
             '[provider]\nname = "openai"\nmodel = "m"\n[prompt]\nsystem = "{oops}"\n',
             "5: prompt.system: uses unknown",
         ),
+        ('[provider]\nname = "custom"\nmodel = "m"\n', "1: provider.base_url: is required for the custom"),
     ],
 )
 def test_config_errors_name_the_key_and_line(text: str, message: str) -> None:
