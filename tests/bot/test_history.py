@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -152,3 +153,12 @@ def test_secrets_come_from_the_named_variables() -> None:
         resolve_secrets(config, {k: v for k, v in env.items() if k != "DISCORD_BOT_TOKEN"})
     with pytest.raises(MissingCredentialError, match="K1 or K2 or K3"):
         resolve_secrets(config, {"DISCORD_BOT_TOKEN": "t", "HOOK": env["HOOK"]})
+
+
+def test_the_readme_config_is_a_valid_config() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run a bot", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    config = parse_config(block, source="README.md")
+    assert config.provider.name == "openrouter"
+    assert config.delivery.mode is DeliveryMode.EDIT
