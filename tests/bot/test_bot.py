@@ -260,3 +260,19 @@ async def test_text_attachments_are_read_from_discord_hosts_only(world: World) -
     await eventually(lambda: len(bot.finished) == 1, what="the answer")
     prompt = world.provider.last_user_text(0)
     assert prompt == "alice: read these words=1\n\n<file name='notes.txt'>\ncontents of notes.txt\n</file>"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("allowed", [True, False])
+async def test_direct_messages_only_when_allowed(world: World, allowed: bool) -> None:
+    extra = f"[permissions]\nallow_dms = {str(allowed).lower()}\n"
+    bot = await world.bot(world.config(extra, mode="aggregated"))
+    dm = "4000000000000000001"  # a channel outside the guild: a DM
+    await world.say(dm, "hello in private words=2")
+    await world.say(GENERAL, f"{_me(bot)} and in public words=1")  # dispatched after the DM
+    await eventually(lambda: len(world.bot_messages(GENERAL)) == 1, what="the public answer")
+    await idle(bot)
+    answered = {world.provider.last_user_text(i) for i in range(len(world.provider.requests))}
+    private = {"alice: hello in private words=2"} if allowed else set()
+    assert answered == {"alice: and in public words=1", *private}
+    assert world.bot_text(dm) == ("Answer to hello in private words=2: w0 w1" if allowed else "")
