@@ -39,11 +39,13 @@ _EXPORTS: dict[str, str] = {
     "Decisions": "rxcord.providers.decisions",
     "Delivery": "rxcord.core.state",
     "DeliveryMode": "rxcord.core.types",
+    "DiscordDelivery": "rxcord.sinks.delivery",
     "DiscordEmulator": "rxcord.sinks.emulator",
     "DiscordError": "rxcord.core.errors",
     "DiscordPySink": "rxcord.sinks.discordpy",
     "DiscordSink": "rxcord.sinks.base",
     "DiscordStopError": "rxcord.core.errors",
+    "EditInPlaceDelivery": "rxcord.sinks.edit_in_place",
     "EditableSink": "rxcord.sinks.base",
     "EmulatorConfig": "rxcord.sinks.emulator",
     "ErrorType": "rxcord.core.types",
@@ -155,11 +157,13 @@ __all__ = (
     "Decisions",
     "Delivery",
     "DeliveryMode",
+    "DiscordDelivery",
     "DiscordEmulator",
     "DiscordError",
     "DiscordPySink",
     "DiscordSink",
     "DiscordStopError",
+    "EditInPlaceDelivery",
     "EditableSink",
     "EmulatorConfig",
     "ErrorType",
@@ -334,7 +338,9 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         with_usage_reporter,
     )
     from rxcord.sinks.base import DiscordSink, EditableSink
+    from rxcord.sinks.delivery import DiscordDelivery
     from rxcord.sinks.discordpy import DiscordPySink
+    from rxcord.sinks.edit_in_place import EditInPlaceDelivery
     from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, point_discord_py
     from rxcord.sinks.memory import MemorySink
     from rxcord.sinks.ratelimit import BucketStore, MemoryStore, RateLimiter, RateLimitError, make_limiter
