@@ -68,6 +68,9 @@ _log = logger.bind(stage="02-transport")
 
 _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
 
+BATCH_EVENTS: Final = 64
+"""The most SSE events decoded and emitted as one batch (a network read may hold more)."""
+
 _NO_SECRETS: Final = Redactor()
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 """The metadata of every SSE event chunk (shared: it is read-only)."""
@@ -325,7 +328,10 @@ class _Pump:
             self._send(held)
 
     async def _chunks(self, body: Mapping[str, Any]) -> AsyncGenerator[list[RawStreamChunk], None]:
-        """The attempt's chunks, one batch per piece read from the network (errors as one-chunk batches)."""
+        """The attempt's chunks: a batch per piece read from the network, ``BATCH_EVENTS`` at most.
+
+        Errors come as one-chunk batches.
+        """
         name = self.adapter.name
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -423,10 +429,18 @@ class _Pump:
             fields = parser.feed_raw(piece)
             if not fields:
                 continue
-            batch, done = _event_chunks(name, fields, redact=redact)
-            seen += len(batch)
-            if batch:
-                yield batch
+            done = False
+            # At most BATCH_EVENTS decoded events at a time: a read of a fast stream can hold
+            # hundreds (aiohttp hands over up to 256 KB), and their decoded JSON is several times
+            # the bytes; downstream, each batch is done with before the next is decoded.
+            for start in range(0, len(fields), BATCH_EVENTS):
+                part = fields if len(fields) <= BATCH_EVENTS else fields[start : start + BATCH_EVENTS]
+                batch, done = _event_chunks(name, part, redact=redact)
+                seen += len(batch)
+                if batch:
+                    yield batch
+                if done:
+                    break
             if done:
                 break
         else:
