@@ -444,17 +444,28 @@ async def measure_lag_floor(
         return len(seen) == chunks
 
     base = _tracked()
-    c0, w0 = time.process_time(), time.perf_counter()
-    sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
-    done = await asyncio.gather(*(one(number) for number in range(streams)))
-    c1, w1 = time.process_time(), time.perf_counter()
+    with GcWatch() as watch:
+        c0, w0 = time.process_time(), time.perf_counter()
+        sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
+        done = await asyncio.gather(*(one(number) for number in range(streams)))
+        c1, w1 = time.process_time(), time.perf_counter()
     tracked = (await sampler - base) / streams
     writes = await _writes(session, server)
     lag: list[float] = []
     for stream_id, seen in stamps.items():
         written = writes.get(stream_id, [])
         lag += [(at - sent) * 1000 for at, sent in zip(seen[1:], written[1:], strict=False)]
-    return LagResult(streams, rate, chunks, lag, c1 - c0, w1 - w0, sum(done), tracked_per_stream=tracked)
+    return LagResult(
+        streams,
+        rate,
+        chunks,
+        lag,
+        c1 - c0,
+        w1 - w0,
+        sum(done),
+        gc_full_ms=watch.full(),
+        tracked_per_stream=tracked,
+    )
 
 
 # -- time to the first Discord message ---------------------------------------------------------------------
@@ -547,8 +558,10 @@ class Capacity:
     limit_ms: float
     carried: int
     """The largest count of the ladder that stayed under the limit (0: not even the first)."""
-    trials: list[tuple[int, float, float]]
-    """(streams, lag p99 ms, CPU share of one core) of each count tried, in order."""
+    trials: list[tuple[int, float, float, list[float]]]
+    """(streams, lag p99 ms, CPU share of one core, full collections' ms) of each count tried, in order."""
+    tuned: bool = False
+    """Each trial ran with ``bench.gcwatch.tuned_gc``."""
 
 
 async def measure_capacity(
@@ -560,17 +573,19 @@ async def measure_capacity(
     rate: float,
     floor: bool,
     limit_ms: float = 50.0,
+    tuned: bool = False,
 ) -> Capacity:
     """Climb *ladder* (stream counts) until the lag p99 reaches *limit_ms* (the chain, or the floor)."""
-    trials: list[tuple[int, float, float]] = []
+    trials: list[tuple[int, float, float, list[float]]] = []
     carried = 0
     for streams in ladder:
         measure = measure_lag_floor if floor else measure_lag
-        result = await measure(server, session, chunks, streams=streams, rate=rate)
+        with tuned_gc() if tuned else nullcontext():
+            result = await measure(server, session, chunks, streams=streams, rate=rate)
         p99 = percentile(result.lag_ms, 99)
-        trials.append((streams, p99, result.cpu_seconds / result.wall_seconds))
+        trials.append((streams, p99, result.cpu_seconds / result.wall_seconds, result.gc_full_ms))
         if not p99 < limit_ms:
             break
         carried = streams
     name = "transport floor (b)" if floor else "rxcord chain"
-    return Capacity(name, rate, limit_ms, carried, trials)
+    return Capacity(name, rate, limit_ms, carried, trials, tuned)

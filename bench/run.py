@@ -70,7 +70,7 @@ class Config:
     stage_size: int
     first_message: tuple[int, int, float] = (20, 200, 20.0)
     """Time to the first message: (streams per provider family, chunks, ms between events)."""
-    capacity_ladder: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 600)
+    capacity_ladder: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 600, 800, 1000)
     """Stream counts tried for the streams one process carries at ``lag_rate`` (p99 lag < 50 ms)."""
     capacity_chunks: int = 150
 
@@ -231,10 +231,11 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                     )
                     report.lag(chain, floor, socket_floor)
                     capacities = []
-                    for is_floor in (False, True):
+                    for is_floor, tuned in ((False, False), (True, False), (False, True)):
+                        who = "the transport floor" if is_floor else "the chain"
                         report.progress(
-                            f"figure 4: streams carried at {config.lag_rate:g}/s, "
-                            f"{'the transport floor' if is_floor else 'the chain'}"
+                            f"figure 4: streams carried at {config.lag_rate:g}/s, {who}"
+                            + (", GC tuned" if tuned else "")
                         )
                         capacities.append(
                             await live.measure_capacity(
@@ -244,9 +245,11 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                                 ladder=config.capacity_ladder,
                                 rate=config.lag_rate,
                                 floor=is_floor,
+                                tuned=tuned,
                             )
                         )
                     report.capacity(capacities[0], capacities[1])
+                    report.capacity(capacities[2], capacities[1])
     if 5 in only:
         report.progress(f"figure 5: {config.one_channel} messages to one channel")
         report.delivery(
