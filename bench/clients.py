@@ -67,6 +67,8 @@ class Work:
     """Characters of answer text collected (``-1``: not collected)."""
     reasoning: int = -1
     result: Any = attrs.field(default=None, eq=False, repr=False)
+    reads: int = -1
+    """Pieces aiohttp handed over (``-1``: not counted)."""
 
 
 class Splitter:
@@ -103,14 +105,16 @@ async def floor_aiohttp(session: aiohttp.ClientSession, base_url: str) -> Work:
     splitter = Splitter()
     loads = orjson.loads
     events = 0
+    reads = 0
     async with session.post(f"{base_url}/chat/completions", json=REQUEST_BODY) as response:
         async for piece in response.content.iter_any():
+            reads += 1
             for data in splitter.feed(piece):
                 if data == b"[DONE]":
                     continue
                 loads(data)
                 events += 1
-    return Work(events=events, content=-1)
+    return Work(events=events, content=-1, reads=reads)
 
 
 async def floor_collect(session: aiohttp.ClientSession, base_url: str) -> Work:

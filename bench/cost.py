@@ -20,6 +20,7 @@ __all__ = (
 )
 
 import gc
+import statistics
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
@@ -58,6 +59,9 @@ class CostResult:
     chunks: int
     runs: dict[str, ContenderRuns]
     content_chars: int
+    floor_reads: float = -1.0
+    """Median pieces aiohttp handed the transport floor (b) per stream: the events per read set
+    both its cost and how much the chain's batches hold."""
 
     def ratio(self, slower: str, faster: str) -> float:
         """Median CPU per chunk of *slower* over *faster*."""
@@ -108,6 +112,7 @@ async def measure_cost(
     cpu: dict[str, list[float]] = {name: [] for name in names}
     wall: dict[str, list[float]] = {name: [] for name in names}
     content: dict[str, int] = {}
+    reads: list[int] = []
     for round_ in range(warmup + runs):
         order = names[round_ % len(names) :] + names[: round_ % len(names)]
         for name in order:
@@ -121,6 +126,8 @@ async def measure_cost(
                 raise RuntimeError(f"{name} saw {work.events} events in {capture}, expected {chunks}")
             if work.content >= 0:
                 content[name] = work.content
+            if work.reads >= 0 and round_ >= warmup:
+                reads.append(work.reads)
             if round_ >= warmup:
                 cpu[name].append((c1 - c0) / chunks * 1e6)
                 wall[name].append((w1 - w0) / chunks * 1e6)
@@ -132,6 +139,7 @@ async def measure_cost(
         chunks=chunks,
         runs={name: ContenderRuns(spread(cpu[name]), spread(wall[name])) for name in names},
         content_chars=next(iter(content.values()), -1),
+        floor_reads=statistics.median(reads) if reads else -1.0,
     )
 
 

@@ -91,9 +91,16 @@ class Report:
     def cost(self, result: costs.CostResult, *, headline: bool) -> None:
         """Figure 1 for one capture and write mode."""
         runs = result.runs
+        reads = ""
+        if result.floor_reads > 0:
+            reads = (
+                f"; aiohttp handed the transport floor {result.floor_reads:,.0f} pieces per stream "
+                f"({result.chunks / result.floor_reads:.1f} events per read)"
+            )
         lines = [
             f"**{result.capture}**, {result.mode} writes ({result.chunks:,} chunks, "
-            f"{result.content_chars:,} characters of answer): CPU µs per chunk, median (min-max); wall µs",
+            f"{result.content_chars:,} characters of answer{reads}): CPU µs per chunk, median (min-max); "
+            "wall µs",
             "",
             "| contender | CPU µs/chunk | wall µs/chunk | chain is |",
             "| --- | ---: | ---: | ---: |",
@@ -118,7 +125,9 @@ class Report:
             Row(
                 label,
                 "chain / transport floor (b)",
-                f"{to_b:.2f}x",
+                f"{to_b:.2f}x ({result.chunks / result.floor_reads:.1f} events per read)"
+                if result.floor_reads > 0
+                else f"{to_b:.2f}x",
                 "<= 1.5x",
                 to_b <= 1.5,
                 why=lambda: self._why_floor(result),
@@ -563,17 +572,25 @@ def _why_capacity(chain: Capacity, floor: Capacity) -> str:
         text += f" The floor carried the ladder's top ({floor.carried}): its real figure is higher."
     if chain.carried < chain.trials[-1][0]:
         streams, p99, cpu, pauses = chain.trials[-1]
-        if cpu < 0.8 and pauses:
-            text += (
-                f" At {streams} streams the chain's client used {cpu * 100:.0f}% of a core: the p99 of "
-                f"{p99:.0f} ms comes from full garbage collections stopping the loop ({len(pauses)}, the "
-                f"longest {max(pauses):.0f} ms) over the tracked objects of the live streams, not from CPU."
+        if pauses:
+            cause = (
+                f"full garbage collections stopping the loop ({len(pauses)}, the longest "
+                f"{max(pauses):.0f} ms) over the live streams' tracked objects"
             )
+        elif cpu >= 0.8:
+            cause = "queueing: the client is near one core (it carries one core over the CPU per stream)"
         else:
-            text += (
-                f" At {streams} streams the chain's client used {cpu * 100:.0f}% of a core: events queue "
-                "(the stream count a process carries is about one core over the CPU per stream)."
+            cause = (
+                "neither a full collection nor a saturated core: the young-generation collections and "
+                "the loop's queue at that many wake-ups per second"
+                + (
+                    ""
+                    if chain.tuned
+                    else " (the run with the collector tuned shows how much is the collector)"
+                )
             )
+        text += f" At {streams} streams the chain's client used {cpu * 100:.0f}% of a core; "
+        text += f"the p99 of {p99:.0f} ms: {cause}."
     return text
 
 

@@ -72,7 +72,7 @@ class Config:
     """Time to the first message: (streams per provider family, chunks, ms between events)."""
     capacity_ladder: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 600, 800, 1000)
     """Stream counts tried for the streams one process carries at ``lag_rate`` (p99 lag < 50 ms)."""
-    capacity_chunks: int = 150
+    capacity_chunks: int = 300
 
     @classmethod
     def full(cls, runs: int) -> Config:
@@ -117,7 +117,7 @@ class Config:
             stage_size=200,
             first_message=(2, 60, 10.0),
             capacity_ladder=(2, 4),
-            capacity_chunks=40,
+            capacity_chunks=60,
         )
 
     def specs(self) -> list[CaptureSpec]:
