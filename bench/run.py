@@ -158,6 +158,7 @@ def environment() -> dict[str, str]:
         "aiohttp": _version("aiohttp"),
         "orjson": _version("orjson"),
         "openai": _version("openai"),
+        "litellm": _version("litellm"),
     }
 
 
