@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "AnthropicAdapter": "rxcord.providers.anthropic",
+    "Batch": "rxcord.core.types",
     "BucketStore": "rxcord.sinks.ratelimit",
     "Candidate": "rxcord.compose.turn",
     "ChatRequest": "rxcord.core.request",
@@ -141,6 +142,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = (
     "AnthropicAdapter",
+    "Batch",
     "BucketStore",
     "Candidate",
     "ChatRequest",
@@ -278,6 +280,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, StreamState
     from rxcord.core.stops import StopHandle, StopRegistry
     from rxcord.core.types import (
+        Batch,
         ChunkType,
         DeliveryMode,
         ErrorType,

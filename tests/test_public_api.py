@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The public surface, pinned: adding or removing a name is a deliberate change of this list.
 PUBLIC = [
     "AnthropicAdapter",
+    "Batch",
     "BucketStore",
     "Candidate",
     "ChatRequest",
