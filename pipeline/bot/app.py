@@ -1,8 +1,8 @@
 """The bot: discord.py for the gateway and slash commands, rxcord for every answer.
 
 One ``Turn`` per message being answered. It reads the conversation (``rxcord.bot.history``),
-fills the system prompt, and calls ``rxcord.run_turn`` (key and model fallback, tool loop
-off) with the ``RestSink`` as the sink and the bot's ``StopRegistry``, so:
+fills the system prompt, and calls ``rxcord.run_turn`` (key and model fallback; the tool
+loop only with a ``[tools]`` table) with the ``RestSink`` as the sink and the bot's ``StopRegistry``, so:
 
 * a follow-up message from the same user in the same channel while a turn runs is a
   follow-up interrupt (``StopKind.INTERRUPT``: the buffer is discarded) and a new turn starts
@@ -60,7 +60,7 @@ from rxcord import (
     fallback_order,
     run_turn,
 )
-from rxcord.bot.config import BotConfig
+from rxcord.bot.config import BotConfig, load_tools
 from rxcord.bot.history import Attachment, ChatLine, Fetcher, build_messages, collect
 
 _log = logger.bind(stage="bot")
@@ -205,6 +205,8 @@ class RxcordBot:
         self.candidates: list[Candidate] = fallback_order(
             self.adapter, models, self.secrets.api_keys, base_url=config.provider.base_url
         )
+        self.tools = load_tools(config.tools) if config.tools is not None else None
+        """The tool loop's tools and handler (``[tools]``), or ``None``: the loop is off."""
         self.registry = StopRegistry()
         self.turns: dict[str, Turn] = {}
         """The running turn of each channel."""
@@ -455,6 +457,7 @@ class RxcordBot:
             model=config.provider.model,
             messages=context.messages,
             system=system,
+            tools=self.tools.specs if self.tools is not None else (),
             sampler=SamplerSettings(
                 max_tokens=config.provider.max_tokens, temperature=config.provider.temperature
             ),
@@ -482,7 +485,8 @@ class RxcordBot:
             registry=self.registry,
             session=self._session,
             transport=TransportConfig(allow_private_network=config.provider.allow_private_network),
-            max_rounds=0,
+            tool_handler=self.tools.handle if self.tools is not None else None,
+            max_rounds=self.config.tools.max_rounds if self.config.tools is not None else 0,
         )
         _log.info(
             "answer in channel {channel}: {status}, {n} message(s)",

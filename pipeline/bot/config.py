@@ -14,25 +14,30 @@ __all__ = (
     "ContextLimits",
     "DeliverySection",
     "DiscordSection",
+    "LoadedTools",
     "Permissions",
     "PersonaSection",
     "PromptSection",
     "ProviderSection",
+    "ToolsSection",
     "load_config",
+    "load_tools",
     "parse_config",
 )
 
+import importlib
+import inspect
 import re
 import string
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-from rxcord import DeliveryMode, InputError
+from rxcord import DeliveryMode, FunctionCall, InputError, ToolSpec
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
 PLACEHOLDERS: Final = frozenset(
@@ -188,6 +193,48 @@ class ContextLimits:
     """Per text attachment; longer ones are cut, with a note."""
 
 
+def _module_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", value):
+        raise _FieldError(attribute, f"must be a dotted Python module name, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ToolsSection:
+    """``[tools]``: the tool loop, off without this table (the tools are Python, not configuration)."""
+
+    module: str = attrs.field(validator=_module_name)
+    """An importable module defining ``TOOLS`` (``rxcord.ToolSpec`` s) and ``async def handle(call)``."""
+    max_rounds: int = attrs.field(default=3, validator=_positive)
+    """Tool-loop bound: streams after the first one of a turn."""
+
+
+@attrs.frozen
+class LoadedTools:
+    """What a ``[tools]`` module defines."""
+
+    specs: tuple[ToolSpec, ...]
+    handle: Callable[[FunctionCall], Awaitable[Any]]
+
+
+def load_tools(section: ToolsSection) -> LoadedTools:
+    """Import the tools module and check what it defines.
+
+    Raises:
+        ValueError: The module cannot be imported, or lacks ``TOOLS`` or ``handle``.
+    """
+    try:
+        module = importlib.import_module(section.module)
+    except Exception as exc:  # any import-time failure of user code: one clear line
+        raise ValueError(f"cannot import {section.module!r}: {type(exc).__name__}: {exc}") from None
+    specs = getattr(module, "TOOLS", None)
+    if not isinstance(specs, list | tuple) or not specs or not all(isinstance(s, ToolSpec) for s in specs):
+        raise ValueError(f"{section.module!r} must define TOOLS, a non-empty list of rxcord.ToolSpec")
+    handle = getattr(module, "handle", None)
+    if not inspect.iscoroutinefunction(handle):
+        raise ValueError(f"{section.module!r} must define `async def handle(call)`")
+    return LoadedTools(specs=tuple(specs), handle=handle)
+
+
 @attrs.frozen(kw_only=True)
 class BotConfig:
     """The whole file."""
@@ -199,6 +246,7 @@ class BotConfig:
     persona: PersonaSection | None = None
     permissions: Permissions = Permissions()
     context: ContextLimits = ContextLimits()
+    tools: ToolsSection | None = None
 
 
 def _converter() -> cattrs.Converter:
@@ -268,6 +316,11 @@ def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
     except (ClassValidationError, IterableValidationError) as exc:
         path, message = _first_error(exc, ())
         raise ConfigError(_where(source, text, path, message)) from None
+    if config.tools is not None:
+        try:
+            load_tools(config.tools)
+        except ValueError as exc:
+            raise ConfigError(_where(source, text, ("tools", "module"), str(exc))) from None
     if config.provider.name == "custom" and not config.provider.base_url:
         raise ConfigError(
             _where(source, text, ("provider", "base_url"), "is required for the custom provider")

@@ -100,6 +100,15 @@ class EchoProvider:
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         try:
+            asked_tools = body.get("tools") and "tool" in prompt
+            if asked_tools and not any(m.get("role") == "tool" for m in body["messages"]):
+                # A tool call first; the answer comes once the tool's result is in the context.
+                call = {"index": 0, "id": "call_1", "type": "function"}
+                call["function"] = {"name": "lookup", "arguments": '{"word": "gate"}'}
+                await send({"role": "assistant", "tool_calls": [call]}, "tool_calls")
+                await response.write(b"data: [DONE]\n\n")
+                await response.write_eof()
+                return response
             if "think" in prompt:
                 await send({"reasoning_content": "secret reasoning that must never show"})
             await send({"role": "assistant", "content": f"Answer to {prompt.split(':', 1)[-1].strip()}:"})

@@ -276,3 +276,45 @@ async def test_direct_messages_only_when_allowed(world: World, allowed: bool) ->
     private = {"alice: hello in private words=2"} if allowed else set()
     assert answered == {"alice: and in public words=1", *private}
     assert world.bot_text(dm) == ("Answer to hello in private words=2: w0 w1" if allowed else "")
+
+
+TOOLS_MODULE = """
+import rxcord
+
+TOOLS = [rxcord.ToolSpec(name="lookup", description="Look a word up.", parameters={"type": "object"})]
+CALLS = []
+
+
+async def handle(call):
+    CALLS.append(call.args)
+    return {"meaning": "a way through a wall"}
+"""
+
+
+@pytest.mark.timeout(120)
+async def test_a_tools_table_runs_the_tool_loop(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``[tools]``, the model's call runs the module's handler and the answer follows it."""
+    (tmp_path / "bot_tools_for_test.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bot = await world.bot(world.config('[tools]\nmodule = "bot_tools_for_test"\nmax_rounds = 2'))
+    await world.say(GENERAL, f"{_me(bot)} use the tool words=3")
+    await eventually(lambda: len(bot.finished) == 1, what="the answer")
+    import bot_tools_for_test  # type: ignore[import-not-found]
+
+    assert bot_tools_for_test.CALLS == [{"word": "gate"}]
+    first, second = world.provider.requests[-2:]
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["lookup"]
+    tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 1 and "a way through a wall" in tool_messages[0]["content"]
+    assert world.bot_text(GENERAL).endswith("w0 w1 w2")
+    assert _status(bot, 0) is StreamStatus.COMPLETED
+
+
+async def test_without_a_tools_table_no_tool_is_offered(world: World) -> None:
+    bot = await world.bot(world.config())
+    await world.say(GENERAL, f"{_me(bot)} use the tool words=2")
+    await eventually(lambda: len(bot.finished) == 1, what="the answer")
+    assert "tools" not in world.provider.requests[-1]
+    assert world.bot_text(GENERAL).endswith("w0 w1")

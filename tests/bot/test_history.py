@@ -130,6 +130,15 @@ def test_the_example_config_loads() -> None:
             "5: prompt.system: uses unknown",
         ),
         ('[provider]\nname = "custom"\nmodel = "m"\n', "1: provider.base_url: is required for the custom"),
+        (
+            '[provider]\nname = "openai"\nmodel = "m"\n[tools]\nmodule = "no_such_tools_module_x"\n',
+            "5: tools.module: cannot import 'no_such_tools_module_x'",
+        ),
+        (
+            '[provider]\nname = "openai"\nmodel = "m"\n[tools]\nmodule = "json"\n',
+            "5: tools.module: 'json' must",
+        ),
+        ('[provider]\nname = "openai"\nmodel = "m"\n[tools]\nmodule = "a b"\n', "5: tools.module: must be"),
     ],
 )
 def test_config_errors_name_the_key_and_line(text: str, message: str) -> None:
