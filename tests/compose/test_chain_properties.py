@@ -6,19 +6,14 @@ payloads (mentions, the 2000-code-point split, fences) without I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reactivex.testing import ReactiveTest, TestScheduler
-from rxcord.compose.chain import build_chain
-from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
-from rxcord.core.stops import StopHandle
-from rxcord.core.types import DeliveryMode, ProcessedChunk, RawStreamChunk, SegmentKind
-from rxcord.sinks.delivery import DiscordDelivery
-from rxcord.sinks.memory import MemorySink
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import StreamResult
+from rxcord.core.types import DeliveryMode
+
+from tests.chain_harness import run_planned
+from tests.strategies import cut
 
 PIECES = [
     "Hello world. ",
@@ -44,40 +39,11 @@ PIECES = [
 TEXT = st.lists(st.sampled_from(PIECES), min_size=1, max_size=40).map("".join)
 
 
-class _Feed:
-    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
-        return [ProcessedChunk.text(raw.data)]
-
-    def finish(self) -> Sequence[ProcessedChunk]:
-        return []
-
-
 def _run(text: str, cuts: list[int], mode: DeliveryMode) -> tuple[StreamResult, list[str]]:
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True) if text[a:b]]
-    scheduler = TestScheduler()
-    source = scheduler.create_cold_observable(
-        *[ReactiveTest.on_next(1 + i, RawStreamChunk(provider="t", data=p)) for i, p in enumerate(pieces)],
-        ReactiveTest.on_completed(len(pieces) + 2),
-    )
     config = StreamConfig(
         delivery=mode, typing_interval=0, live_idle_flush=1.0, max_messages=10_000, max_flushes=10_000
     )
-    planner = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config)
-
-    def send(item: Segment | TypingPulse) -> reactivex.Observable[Delivery]:
-        if isinstance(item, TypingPulse) or item.kind is not SegmentKind.TEXT:
-            return reactivex.just(Delivery(segment=item if isinstance(item, Segment) else None))
-        sent = tuple(SentMessage(payload=p) for p in planner.payloads(item))
-        return reactivex.just(Delivery(segment=item, messages=sent))
-
-    handle = StopHandle("1")
-    chain = build_chain(
-        source, normalizer=_Feed, config=config, stops=handle.signals, stop_sink=handle.subject, send=send
-    )
-    observer = scheduler.start(lambda: chain, disposed=100_000)
-    [result] = [m.value.value for m in observer.messages if m.value.kind == "N"]
-    return result, [str(m.payload["content"]) for m in result.messages]
+    return run_planned(cut(text, cuts), config)
 
 
 def _fences_balanced(message: str) -> bool:

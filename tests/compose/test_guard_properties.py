@@ -10,31 +10,23 @@ properties hold wherever stage 03 wires the guard.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reactivex.testing import ReactiveTest, TestScheduler
-from rxcord.compose.chain import build_chain
-from rxcord.core.config import Guards, StreamConfig, StreamContext
-from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
-from rxcord.core.stops import StopHandle
+from rxcord.core.config import Guards, StreamConfig
+from rxcord.core.state import StreamResult
 from rxcord.core.types import (
     ChunkNormalizer,
     DeliveryMode,
-    ProcessedChunk,
-    RawStreamChunk,
-    SegmentKind,
     StreamStatus,
 )
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openai_wire import ChatCompletionsAdapter
-from rxcord.sinks.delivery import DiscordDelivery
-from rxcord.sinks.memory import MemorySink
 
+from tests.chain_harness import TextFeed, run_planned
 from tests.strategies import cut
 
 REPLY_PIECES = [
@@ -60,46 +52,13 @@ MODES = [DeliveryMode.AGGREGATED, DeliveryMode.LIVE]
 """The delivery modes this chain harness drives (edit-in-place has its own delivery)."""
 
 
-class _Feed:
-    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
-        return [ProcessedChunk.text(raw.data)]
-
-    def finish(self) -> Sequence[ProcessedChunk]:
-        return []
-
-
 def _run(
     data: Sequence[Any],
-    normalizer: type[ChunkNormalizer] | Any,
+    normalizer: Callable[[], ChunkNormalizer],
     config: StreamConfig,
     guards: Guards | None = None,
 ) -> tuple[StreamResult, list[str]]:
-    scheduler = TestScheduler()
-    source = scheduler.create_cold_observable(
-        *[ReactiveTest.on_next(1 + i, RawStreamChunk(provider="openai", data=d)) for i, d in enumerate(data)],
-        ReactiveTest.on_completed(len(data) + 2),
-    )
-    planner = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config)
-
-    def send(item: Segment | TypingPulse) -> reactivex.Observable[Delivery]:
-        if isinstance(item, TypingPulse) or item.kind is not SegmentKind.TEXT:
-            return reactivex.just(Delivery(segment=item if isinstance(item, Segment) else None))
-        sent = tuple(SentMessage(payload=p) for p in planner.payloads(item))
-        return reactivex.just(Delivery(segment=item, messages=sent))
-
-    handle = StopHandle("1")
-    chain = build_chain(
-        source,
-        normalizer=normalizer,
-        guards=guards,  # the guards stage 03 runs after this normalizer
-        config=config,
-        stops=handle.signals,
-        stop_sink=handle.subject,
-        send=send,
-    )
-    observer = scheduler.start(lambda: chain, disposed=100_000)
-    [result] = [m.value.value for m in observer.messages if m.value.kind == "N"]
-    return result, [str(m.payload["content"]) for m in result.messages]
+    return run_planned(data, config, normalizer=normalizer, guards=guards, provider="openai")
 
 
 def _config(mode: DeliveryMode, **kw: Any) -> StreamConfig:
@@ -123,7 +82,7 @@ def test_speaker_guard_delivers_the_reply_and_withholds_the_turn(
     """However the text is cut, the reply before ``\\nUser:`` reaches Discord and the turn does not."""
     text = reply + "\n" + turn
     config = _config(mode, speaker_names=("User", "Alice"))
-    result, messages = _run(cut(text, cuts), _Feed, config)
+    result, messages = _run(cut(text, cuts), TextFeed, config)
     assert result.status is StreamStatus.SPEAKER_GUARD
     assert result.visible_text == reply + "\n"
     assert _squash("".join(messages)) == _squash(reply)
@@ -136,7 +95,7 @@ def test_speaker_guard_without_a_turn_delivers_everything(
     reply: str, cuts: list[int], mode: DeliveryMode
 ) -> None:
     """A reply with no other speaker's turn ends completed with all of it delivered."""
-    result, messages = _run(cut(reply, cuts), _Feed, _config(mode, speaker_names=("User", "Alice")))
+    result, messages = _run(cut(reply, cuts), TextFeed, _config(mode, speaker_names=("User", "Alice")))
     assert result.status is StreamStatus.COMPLETED
     assert result.visible_text == reply
     assert _squash("".join(messages)) == _squash(reply)

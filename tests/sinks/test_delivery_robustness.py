@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -20,21 +20,15 @@ from rxcord.core.config import RenderModifiers, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.state import SentMessage, StreamResult
 from rxcord.core.stops import StopHandle
-from rxcord.core.types import DeliveryMode, ProcessedChunk, RawStreamChunk, StopKind, StreamStatus
+from rxcord.core.types import DeliveryMode, RawStreamChunk, StopKind, StreamStatus
 from rxcord.operators.aio import drain
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
 
+from tests.chain_harness import TextFeed
+
 MODES = [DeliveryMode.AGGREGATED, DeliveryMode.LIVE]
 """The delivery modes this chain harness drives (edit-in-place has its own delivery)."""
-
-
-class _Feed:
-    def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
-        return [ProcessedChunk.text(raw.data)]
-
-    def finish(self) -> Sequence[ProcessedChunk]:
-        return []
 
 
 def _chain(
@@ -45,7 +39,7 @@ def _chain(
     )
     return build_chain(
         source,
-        normalizer=_Feed,
+        normalizer=TextFeed,
         config=config,
         stops=handle.signals,
         stop_sink=handle.subject,
