@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
@@ -156,6 +157,22 @@ def server_thread() -> Iterator[ServerThread]:
         yield thread
     finally:
         thread.close()
+
+
+@pytest.fixture
+def emulator(server_thread: ServerThread) -> Iterator[DiscordEmulator]:
+    """A Discord emulator running on the server thread's loop."""
+
+    async def start() -> DiscordEmulator:
+        emu = DiscordEmulator(EmulatorConfig())
+        await emu.start()
+        return emu
+
+    emu = server_thread.run(start())
+    try:
+        yield emu
+    finally:
+        server_thread.run(emu.close())
 
 
 def wait_for(predicate: Callable[[], T], timeout: float = 30.0, *, what: str = "condition") -> T:

@@ -12,7 +12,7 @@ import discord
 import pytest
 import yarl
 from discord import app_commands
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.sinks.emulator import DiscordEmulator
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -55,20 +55,6 @@ class PageBot:
         client.setup_hook = setup_hook  # type: ignore[method-assign]
         client.event(on_ready)
         client.event(on_message)
-
-
-@pytest.fixture
-def emulator(server_thread: ServerThread) -> Iterator[DiscordEmulator]:
-    async def start() -> DiscordEmulator:
-        emu = DiscordEmulator(EmulatorConfig())
-        await emu.start()
-        return emu
-
-    emu = server_thread.run(start())
-    try:
-        yield emu
-    finally:
-        server_thread.run(emu.close())
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import asyncio
 import io
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from rxcord.io.replay import ReplayServer
 from rxcord.operators.flush import error_embed
 from rxcord.providers.registry import default_registry
 from rxcord.providers.transport import TransportConfig
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.rest import RestSink
 from selenium import webdriver
 from selenium.webdriver.common.by import By
@@ -66,20 +65,6 @@ return [...document.querySelectorAll('#messages .msg')].map((n) => {
 
 
 # -- fixtures and helpers ---------------------------------------------------------------
-
-
-@pytest.fixture
-def emulator(server_thread: ServerThread) -> Iterator[DiscordEmulator]:
-    async def start() -> DiscordEmulator:
-        emu = DiscordEmulator(EmulatorConfig())
-        await emu.start()
-        return emu
-
-    emu = server_thread.run(start())
-    try:
-        yield emu
-    finally:
-        server_thread.run(emu.close())
 
 
 def channel_of(emulator: DiscordEmulator, index: int = 0) -> str:
