@@ -43,7 +43,7 @@ __all__ = ("TransportConfig", "TransportStats", "is_custom_endpoint", "stream_so
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal, overload
 
@@ -60,6 +60,7 @@ from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, r
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
+from rxcord.providers.idle_watch import IdleWatch
 from rxcord.providers.sse import SseLineTooLong, SseParser
 from rxcord.providers.ssrf import SsrfGuard
 from yarl import URL
@@ -70,6 +71,8 @@ _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
 
 BATCH_EVENTS: Final = 64
 """The most SSE events decoded and emitted as one batch (a network read may hold more)."""
+READ_SLICE: Final = 16 * 1024
+"""A larger network read (aiohttp hands over up to 256 KB) is parsed this many bytes at a time."""
 
 _NO_SECRETS: Final = Redactor()
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -140,11 +143,23 @@ class TransportStats:
 class _Commit:
     """Per-attempt commitment bookkeeping."""
 
-    __slots__ = ("committed", "held")
+    __slots__ = ("committed", "failed", "held", "seen")
 
     def __init__(self) -> None:
         self.committed = False
+        self.seen = 0
+        """Event chunks read in this attempt (none at the end: an empty stream)."""
         self.held: list[RawStreamChunk] = []
+        self.failed: tuple[ProviderError, RawStreamChunk] | None = None
+        """The rejection that ended the attempt before commitment (and its chunk)."""
+
+
+class _DownstreamError(Exception):
+    """An exception raised downstream of the read loop: not a transport failure (``_Pump.run``)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @overload
@@ -256,7 +271,10 @@ class _Pump:
             await self._attempts()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # an observer raising, or a bug: never lost silently
+        except _DownstreamError as wrapped:  # an observer raising: never lost silently
+            self.observer.on_error(wrapped.error)
+            return
+        except Exception as exc:  # a bug: never lost silently
             self.observer.on_error(exc)
             return
         self.observer.on_completed()
@@ -302,35 +320,49 @@ class _Pump:
     ) -> tuple[ProviderError, RawStreamChunk] | None:
         """Run one attempt; return the rejection (and its chunk) if it failed before commitment."""
         self.stats.attempts += 1
-        async with contextlib.aclosing(self._chunks(body)) as batches:
-            async for batch in batches:
-                if state.committed:
-                    self._send(batch)
-                    continue
-                for index, raw in enumerate(batch):
-                    rejection = self.adapter.rejection(raw)
-                    if rejection is not None:
-                        # Closing the generator releases the failed response before any retry.
-                        return rejection, raw
-                    if self.adapter.is_meaningful(raw):
-                        # Committed: what was held, this chunk and the rest of the read, unchecked.
-                        state.committed = True
-                        held, state.held = state.held, []
-                        self._send([*held, *batch[index:]] if held else batch[index:])
-                        break
-                    state.held.append(raw)
+        await self._fetch(body, state)
+        if state.failed is not None:
+            return state.failed
         self._emit_held(state)
         return None
+
+    def _offer(self, batch: list[RawStreamChunk], state: _Commit) -> bool:
+        """Take one read's chunks; ``True`` when the attempt failed before commitment (stop reading).
+
+        Called from inside the read loop, so an exception from downstream is wrapped
+        (``_DownstreamError``) instead of passing for a transport failure.
+        """
+        try:
+            if state.committed:
+                self._send(batch)
+                return False
+            adapter = self.adapter
+            for index, raw in enumerate(batch):
+                rejection = adapter.rejection(raw)
+                if rejection is not None:
+                    # Returning stops the read: the failed response is released before any retry.
+                    state.failed = (rejection, raw)
+                    return True
+                if adapter.is_meaningful(raw):
+                    # Committed: what was held, this chunk and the rest of the read, unchecked.
+                    state.committed = True
+                    held, state.held = state.held, []
+                    self._send([*held, *batch[index:]] if held else batch[index:])
+                    return False
+                state.held.append(raw)
+            return False
+        except Exception as exc:
+            raise _DownstreamError(exc) from exc
 
     def _emit_held(self, state: _Commit) -> None:
         held, state.held = state.held, []
         if held:
             self._send(held)
 
-    async def _chunks(self, body: Mapping[str, Any]) -> AsyncGenerator[list[RawStreamChunk], None]:
-        """The attempt's chunks: a batch per piece read from the network, ``BATCH_EVENTS`` at most.
+    async def _fetch(self, body: Mapping[str, Any], state: _Commit) -> None:
+        """Perform the attempt and offer its chunks: a batch per piece read from the network.
 
-        Errors come as one-chunk batches.
+        ``BATCH_EVENTS`` events at most per batch; errors come as one-chunk batches.
         """
         name = self.adapter.name
         try:
@@ -342,9 +374,8 @@ class _Pump:
                 headers = {"Content-Type": "application/json", **self.request.headers}
                 if self.request.stream:
                     headers.setdefault("Accept", "text/event-stream")
-                timeout = aiohttp.ClientTimeout(
-                    total=None, sock_connect=self.cfg.connect_timeout, sock_read=self.cfg.idle_timeout
-                )
+                # The idle bound between pieces is IdleWatch's (one timer per bound, not one per read).
+                timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.connect_timeout)
                 async with asyncio.timeout(self.cfg.first_byte_timeout):
                     response = await stack.enter_async_context(
                         session.request(
@@ -357,19 +388,21 @@ class _Pump:
                         )
                     )
                 stack.callback(self._mark_closed)
-                async for batch in self._read(response):
-                    yield batch
+                async with IdleWatch(self.cfg.idle_timeout) as watch:
+                    await self._read(response, state, watch)
         except asyncio.CancelledError:
+            raise
+        except _DownstreamError:
             raise
         except SsrfRefusedError as exc:
             error = _error(self.redact.text(str(exc)), retryable=False, code="ssrf_refused", original=exc)
-            yield [RawStreamChunk(provider=name, error=self.redact.error(error))]
+            self._offer([RawStreamChunk(provider=name, error=self.redact.error(error))], state)
         except SseLineTooLong as exc:
             error = _error(str(exc), retryable=False, code="sse_line_too_long", original=exc)
-            yield [RawStreamChunk(provider=name, error=error)]
+            self._offer([RawStreamChunk(provider=name, error=error)], state)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             error = self.redact.error(classify_exception(exc, provider=name))
-            yield [RawStreamChunk(provider=name, error=error)]
+            self._offer([RawStreamChunk(provider=name, error=error)], state)
 
     def _mark_closed(self) -> None:
         self.stats.closed = True
@@ -386,14 +419,16 @@ class _Pump:
             return self.session
         return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
 
-    async def _read(self, response: aiohttp.ClientResponse) -> AsyncGenerator[list[RawStreamChunk], None]:
+    async def _read(self, response: aiohttp.ClientResponse, state: _Commit, watch: IdleWatch) -> None:
         name = self.adapter.name
         status = response.status
         ctype = response.headers.get("Content-Type", "")
         if status >= 400:
-            decoded = _decode_json(self.redact.text(await _read_capped(response, self.cfg.max_body_bytes)))
+            text = await _read_capped(response, self.cfg.max_body_bytes, watch)
+            decoded = _decode_json(self.redact.text(text))
             error = classify_http_error(status, decoded, provider=name, headers=dict(response.headers))
-            yield [RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})]
+            chunk = RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
+            self._offer([chunk], state)
             return
         if 300 <= status < 400:
             # Redirects are never followed: a custom endpoint could bounce us to an unchecked host.
@@ -404,53 +439,78 @@ class _Pump:
                 code="redirect_refused",
                 status=status,
             )
-            yield [RawStreamChunk(provider=name, error=error, metadata={"status": status})]
+            self._offer([RawStreamChunk(provider=name, error=error, metadata={"status": status})], state)
             return
         if "text/event-stream" not in ctype:
-            text = self.redact.text(await _read_capped(response, self.cfg.max_body_bytes))
+            text = self.redact.text(await _read_capped(response, self.cfg.max_body_bytes, watch))
             decoded = _decode_json(text)
             if isinstance(decoded, str):
-                yield [_malformed(name, "response body is not JSON", text)]
+                self._offer([_malformed(name, "response body is not JSON", text)], state)
                 return
-            yield [RawStreamChunk(provider=name, data=decoded, metadata={"complete": True, "status": status})]
+            metadata = {"complete": True, "status": status}
+            self._offer([RawStreamChunk(provider=name, data=decoded, metadata=metadata)], state)
             return
+        await self._read_events(response, state, watch)
+
+    async def _read_events(self, response: aiohttp.ClientResponse, state: _Commit, watch: IdleWatch) -> None:
+        """The event stream: one batch per network read, straight from the read loop downstream.
+
+        One coroutine awaits the reads (no async generator between the socket and the
+        chain: each layer costs a resumption per read). A read larger than ``READ_SLICE``
+        is parsed a slice at a time, so its events' bytes are not all copied at once.
+        """
+        name = self.adapter.name
         parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
         total = 0
         limit = self.cfg.max_stream_bytes
-        seen = 0
-        redact = self.redact
-        # One batch per network read: every event of a piece goes downstream without
-        # a round trip through the async generators per event.
-        async for piece in response.content.iter_any():
-            total += len(piece)
+        read = response.content.readany
+        touch = watch.touch
+        events = self._events
+        feed = parser.feed_raw
+        while piece := await read():
+            touch()
+            size = len(piece)
+            total += size
             if total > limit:
-                yield [_malformed(name, f"stream exceeded {limit} bytes", "")]
+                self._offer([_malformed(name, f"stream exceeded {limit} bytes", "")], state)
                 return
-            fields = parser.feed_raw(piece)
-            if not fields:
+            if size <= READ_SLICE:
+                if events(feed(piece), state):
+                    return
                 continue
-            done = False
-            # At most BATCH_EVENTS decoded events at a time: a read of a fast stream can hold
-            # hundreds (aiohttp hands over up to 256 KB), and their decoded JSON is several times
-            # the bytes; downstream, each batch is done with before the next is decoded.
-            for start in range(0, len(fields), BATCH_EVENTS):
-                part = fields if len(fields) <= BATCH_EVENTS else fields[start : start + BATCH_EVENTS]
-                batch, done = _event_chunks(name, part, redact=redact)
-                seen += len(batch)
-                if batch:
-                    yield batch
-                if done:
-                    break
+            for start in range(0, size, READ_SLICE):
+                if events(feed(piece[start : start + READ_SLICE]), state):
+                    return
+        # An event still pending at the end of the body was cut off (see the SSE parser).
+        if not self._events(parser.close_raw(), state, at_end=True):
+            self._end_of_events(state)
+
+    def _events(
+        self, fields: list[tuple[bytes, str | None, str | None]], state: _Commit, *, at_end: bool = False
+    ) -> bool:
+        """Decode and offer parsed events, ``BATCH_EVENTS`` at a time; ``True``: stop reading.
+
+        At ``[DONE]`` (the stream's end) reading stops too.
+        """
+        if not fields:
+            return False
+        name, redact = self.adapter.name, self.redact
+        # At most BATCH_EVENTS decoded events at a time: their decoded JSON is several times
+        # the bytes; downstream, each batch is done with before the next is decoded.
+        for start in range(0, len(fields), BATCH_EVENTS):
+            part = fields if len(fields) <= BATCH_EVENTS else fields[start : start + BATCH_EVENTS]
+            batch, done = _event_chunks(name, part, at_end=at_end, redact=redact)
+            state.seen += len(batch)
+            if batch and self._offer(batch, state):
+                return True
             if done:
-                break
-        else:
-            # An event still pending at the end of the body was cut off (see the SSE parser).
-            batch, _ = _event_chunks(name, parser.close_raw(), at_end=True, redact=redact)
-            seen += len(batch)
-            if batch:
-                yield batch
-        if not seen:
-            yield [_empty(name)]
+                self._end_of_events(state)
+                return True
+        return False
+
+    def _end_of_events(self, state: _Commit) -> None:
+        if not state.seen:
+            self._offer([_empty(self.adapter.name)], state)
 
 
 def is_custom_endpoint(adapter: ProviderAdapter) -> bool:
@@ -543,10 +603,12 @@ def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:
     return _error_chunk(provider, message, retryable=False, code="malformed_response", data=text[:2000])
 
 
-async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> str:
+async def _read_capped(response: aiohttp.ClientResponse, cap: int, watch: IdleWatch) -> str:
     chunks: list[bytes] = []
     total = 0
-    async for piece in response.content.iter_any():
+    read = response.content.readany
+    while piece := await read():
+        watch.touch()
         total += len(piece)
         if total > cap:
             raise aiohttp.ClientPayloadError(f"response body exceeds {cap} bytes")

@@ -354,3 +354,59 @@ async def test_every_transport_error_has_a_code(
     errors = _errors(chunks)
     assert errors, name
     assert all(isinstance(e.code, (str, int)) and e.code != "" for e in errors), [e.code for e in errors]
+
+
+async def test_an_observer_raising_os_error_is_its_error_not_a_transport_failure() -> None:
+    """An exception from downstream of the read loop reaches on_error as itself, once, with no retry."""
+    server = ReplayServer(body=_stream("a", "b"))
+    adapter = OpenAIAdapter()
+    stats = TransportStats()
+    seen: list[Any] = []
+    errors: list[BaseException] = []
+    done = asyncio.Event()
+
+    def on_next(chunk: RawStreamChunk) -> None:
+        seen.append(chunk)
+        raise ConnectionResetError("a sink's own failure")
+
+    def on_error(exc: BaseException) -> None:
+        errors.append(exc)
+        done.set()
+
+    async with server:
+        http = adapter.build_request(CHAT, base_url=server.base_url, api_key="k")
+        stream_source(adapter, http, config=TransportConfig(backoff=0.01), stats=stats).subscribe(
+            on_next, on_error, done.set
+        )
+        await asyncio.wait_for(done.wait(), 5)
+    [error] = errors
+    assert isinstance(error, ConnectionResetError) and str(error) == "a sink's own failure"
+    assert len(seen) == 1 and stats.attempts == 1
+
+
+@pytest.mark.parametrize("size", [7, 1000, 1 << 20])
+async def test_a_large_read_is_parsed_a_slice_at_a_time_with_the_same_chunks(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pieces of 7 bytes, 1000 bytes or the whole body in one write: the same chunks, in order.
+
+    A read larger than READ_SLICE goes to the SSE parser in slices, so the copies of its
+    events' bytes never all exist at once (the 1k-chunk reply's memory peak).
+    """
+    from rxcord.providers import sse, transport
+
+    fed: list[int] = []
+    real = sse.SseParser.feed_raw
+
+    def counting(self: sse.SseParser, chunk: bytes) -> list[Any]:
+        fed.append(len(chunk))
+        return real(self, chunk)
+
+    monkeypatch.setattr(sse.SseParser, "feed_raw", counting)
+    texts = [f"é{n}🙂" * (n % 5 + 1) for n in range(3000)]
+    server = ReplayServer(body=_stream(*texts), chunking=Chunking(size=size))
+    async with server:
+        chunks, stats = await _run(server)
+    assert _texts(chunks) == texts and not _errors(chunks)
+    assert transport.READ_SLICE == 16 * 1024 and max(fed) <= 16 * 1024
+    assert sum(fed) == len(server.body) and stats.closed
