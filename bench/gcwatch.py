@@ -21,9 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import attrs
-
-TUNED_THRESHOLDS = (50_000, 20, 1_000)
-"""``gc.set_threshold`` values of the tuned runs (CPython's defaults: 700, 10, 10)."""
+from rxcord.bot.runtime import TUNED_THRESHOLDS, restore_collector, tuned_collector
 
 
 @attrs.define
@@ -54,13 +52,9 @@ class GcWatch:
 
 @contextmanager
 def tuned_gc() -> Iterator[None]:
-    """Freeze what exists now out of the collector's reach and collect less often; undo on exit."""
-    thresholds = gc.get_threshold()
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*TUNED_THRESHOLDS)
+    """``rxcord bot``'s collector settings (``rxcord.bot.runtime``) while the block runs."""
+    previous = tuned_collector()
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        restore_collector(previous)

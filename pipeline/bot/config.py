@@ -236,6 +236,15 @@ def load_tools(section: ToolsSection) -> LoadedTools:
 
 
 @attrs.frozen(kw_only=True)
+class RuntimeSection:
+    """``[runtime]``: process-wide settings the bot applies at start (``rxcord.bot.runtime``)."""
+
+    gc_tuning: bool = True
+    """Freeze the start-up objects out of the collector's walks and collect less often: fewer,
+    shorter event-loop pauses with many live streams. ``false`` keeps CPython's defaults."""
+
+
+@attrs.frozen(kw_only=True)
 class BotConfig:
     """The whole file."""
 
@@ -247,6 +256,7 @@ class BotConfig:
     permissions: Permissions = Permissions()
     context: ContextLimits = ContextLimits()
     tools: ToolsSection | None = None
+    runtime: RuntimeSection = RuntimeSection()
 
 
 def _converter() -> cattrs.Converter:

@@ -13,6 +13,7 @@ from pathlib import Path
 from loguru import logger
 from rxcord import InputError, MissingCredentialError
 from rxcord.bot.config import BotConfig, load_config
+from rxcord.bot.runtime import restore_collector, tuned_collector
 
 
 async def serve_bot(config: BotConfig, *, ready: Callable[[], object] | None = None) -> None:
@@ -24,8 +25,12 @@ async def serve_bot(config: BotConfig, *, ready: Callable[[], object] | None = N
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    previous = None
     try:
         await bot.start()
+        if config.runtime.gc_tuning:
+            # After start: the client, its caches and the configuration live as long as the process.
+            previous = tuned_collector()
         if ready is not None:
             ready()
         closed = asyncio.create_task(bot.wait_closed())
@@ -33,6 +38,8 @@ async def serve_bot(config: BotConfig, *, ready: Callable[[], object] | None = N
         await asyncio.wait({closed, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
     finally:
+        if previous is not None:
+            restore_collector(previous)
         await bot.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
