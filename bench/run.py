@@ -36,7 +36,7 @@ import attrs
 from rxcord.sinks.emulator import EmulatorConfig
 from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
-from bench import cost, discord, live, stages
+from bench import cost, discord, live, live_split, stages
 from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
 from bench.peer import LiteLLMPeer
 from bench.report import Report
@@ -229,6 +229,16 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         streams=config.lag_streams,
                         rate=config.lag_rate,
                         socket_driven=True,
+                    )
+                    report.progress("figure 4: where the live CPU goes (transport alone, stages from memory)")
+                    report.split(
+                        await live_split.measure_live_split(
+                            server,
+                            session,
+                            config.lag_chunks,
+                            streams=config.lag_streams,
+                            rate=config.lag_rate,
+                        )
                     )
                     report.lag(chain, floor, socket_floor)
                     capacities = []

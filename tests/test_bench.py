@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -66,7 +67,12 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
     for figure in ("1 (", "2 ", "3 (", "4 (", "5 ("):
         assert f"\n{figure}" in done.stdout, f"no row for figure {figure!r}"
     assert "GC tuned" in done.stdout
-    for row in ("LiteLLM / chain", "first message, anthropic", "tracked objects per live stream"):
+    for row in (
+        "LiteLLM / chain",
+        "first message, anthropic",
+        "tracked objects per live stream",
+        "live CPU per chunk split: transport alone",
+    ):
         assert row in done.stdout, f"no row {row!r}"
     assert "one batch per read" in out.read_text(encoding="utf-8")
     text = out.read_text(encoding="utf-8")
@@ -241,3 +247,29 @@ async def test_the_socket_driven_reader_sees_every_event(chunking: Chunking) -> 
     parser = SseParser()
     expected = [event.data.encode() for event in parser.feed(body) + parser.close()]
     assert seen == expected and count == len(expected) == 151
+
+
+async def test_the_live_split_feeds_every_chunk_of_every_stream(tmp_path: Path) -> None:
+    """Memory-fed chains at a pace: every stream's chunks reach its chain (counted at the sink side)."""
+    from bench import live_split
+    from bench.make_captures import CaptureSpec, ensure_captures
+
+    ensure_captures(tmp_path, [CaptureSpec(20, variant=variant) for variant in range(3)])
+    feeds = [live_split.capture_chunks(tmp_path, 20, number) for number in range(3)]
+    assert all(len(feed) >= 20 for feed in feeds)
+    seen: list[int] = []
+    original = live_split._pace
+
+    def counting(loop: Any, feed: Any, emit: Any, *rest: Any) -> None:
+        def counted(item: Any) -> None:
+            seen.append(1)
+            emit(item)
+
+        original(loop, feed, counted, *rest)
+
+    live_split._pace = counting  # type: ignore[assignment]
+    try:
+        cost = await live_split._fed_from_memory(feeds, 2000.0)
+    finally:
+        live_split._pace = original
+    assert len(seen) == sum(len(feed) for feed in feeds) and cost > 0
