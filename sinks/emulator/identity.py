@@ -44,7 +44,10 @@ async def me(emu: DiscordEmulator, request: web.Request) -> web.Response:
 
 
 async def application(emu: DiscordEmulator, request: web.Request) -> web.Response:
-    """``GET /oauth2/applications/@me`` (the fields discord.py's AppInfo reads with [] are all present)."""
+    """``GET /oauth2/applications/@me``: every field Discord's description requires.
+
+    Those of ``PrivateApplicationResponse``, so discord.py's AppInfo also finds all it reads.
+    """
     cfg = emu.config
     body: dict[str, Any] = {
         "id": cfg.application_id,
@@ -66,6 +69,11 @@ async def application(emu: DiscordEmulator, request: web.Request) -> web.Respons
         "role_connections_verification_url": None,
         "integration_types_config": {},
         "approximate_guild_count": 1,
+        "approximate_user_install_count": 0,
+        "approximate_user_authorization_count": 0,
+        "flags_new": "0",
+        "explicit_content_filter": 0,
+        "eligible_oauth2_scopes": ["bot", "applications.commands"],
         "bot": user_object(cfg.bot_id, cfg.bot_username, bot=True),
     }
     return json_response(200, body)

@@ -19,6 +19,7 @@ from typing import Any, Final
 import attrs
 from rxcord.sinks.emulator.config import DISCORD_EPOCH_MS, EmulatorConfig
 from rxcord.sinks.emulator.events import EventHub
+from rxcord.sinks.emulator.rich import components_response, embed_response
 from rxcord.sinks.emulator.validation import MENTION_TYPES, ApiError, form_error, is_empty
 from rxcord.sinks.emulator.wire import unique, user_object
 
@@ -207,8 +208,8 @@ class MessageStore:
             "mentions": mentions,
             "mention_roles": roles,
             "attachments": [],
-            "embeds": [{**embed, "type": "rich"} for embed in embeds],
-            "components": list(payload.get("components") or []),
+            "embeds": [embed_response(embed) for embed in embeds],
+            "components": components_response(payload.get("components")),
             "pinned": False,
             "flags": flags & flags_mask,
         }
@@ -251,8 +252,8 @@ class MessageStore:
         )
         message.update(
             content=merged["content"] or "",
-            embeds=[{**embed, "type": "rich"} for embed in merged["embeds"] or []],
-            components=list(merged["components"] or []),
+            embeds=[embed_response(embed) for embed in merged["embeds"] or []],
+            components=components_response(merged["components"]),
             mentions=mentions,
             mention_roles=roles,
             mention_everyone=everyone,

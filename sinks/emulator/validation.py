@@ -19,8 +19,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
+from rxcord.sinks.emulator.rich import check_components, check_embed_types
 
 MENTION_TYPES: Final = ("users", "roles", "everyone")
 
@@ -76,6 +78,7 @@ def _check_embeds(embeds: Any) -> list[Problem]:
         if not isinstance(embed, dict):
             problems.append((at, "MODEL_TYPE_CONVERT", "Only dictionaries may be used in a ModelType"))
             continue
+        problems += check_embed_types(at, embed)
         for name, limit in field_limits:
             size = _trimmed_len(embed.get(name))
             total += size
@@ -202,6 +205,10 @@ def form_problems(payload: Mapping[str, Any], *, webhook: bool) -> list[Problem]
     flags = payload.get("flags")
     if flags is not None and (isinstance(flags, bool) or not isinstance(flags, int)):
         problems.append((("flags",), "NUMBER_TYPE_COERCE", "Value is not int."))
+    tts = payload.get("tts")
+    if tts is not None and not isinstance(tts, bool):
+        problems.append((("tts",), "BASE_TYPE_BOOLEAN", "Must be either true or false."))
+    problems += check_components(payload.get("components"))
     return problems
 
 
@@ -246,18 +253,24 @@ def query_bool(value: str | None, name: str = "wait") -> bool:
 
 
 async def read_json(request: web.Request) -> Any:
-    """The decoded JSON body (empty: ``{}``), else 400 / 50109 (nesting deeper than 512 included)."""
-    text = await request.text()
+    """The decoded JSON body (empty: ``{}``), else 400 / 50109 (nesting deeper than 512 included).
+
+    Bytes that are not UTF-8 are invalid JSON too (never a server error).
+    """
+    raw = await request.read()
     try:
-        return safe_json.loads(text) if text else {}
-    except ValueError:
+        return safe_json.loads(raw.decode("utf-8")) if raw else {}
+    except ValueError:  # UnicodeDecodeError included
         raise ApiError(400, 50109, "The request body contains invalid JSON.") from None
 
 
 async def read_payload(request: web.Request) -> dict[str, Any]:
     """The JSON object of a request (or of a multipart ``payload_json`` part), else 400 / 50109."""
     if request.content_type == "multipart/form-data":
-        form = await request.post()
+        try:
+            form = await request.post()
+        except (HttpProcessingError, ValueError):  # a malformed multipart body
+            raise ApiError(400, 50109, "The request body contains invalid JSON.") from None
         raw = form.get("payload_json")
         text = raw if isinstance(raw, str) else "{}"
         try:
