@@ -356,6 +356,20 @@ def _nonempty(value: object) -> bool:
     return bool(value) and isinstance(value, (str, list, Mapping))
 
 
+def reported_usage(data: Mapping[str, Any]) -> Any:
+    """The chunk's usage report: ``usage``, or Groq's ``x_groq.usage`` (its streamed usage).
+
+    Groq's OpenAI-compatible API reports a stream's usage inside ``x_groq`` on the last chunk
+    (without ``stream_options.include_usage``); the same numbers under the same names.
+    """
+    usage = data.get("usage")
+    if usage is None:
+        extension = data.get("x_groq")
+        if isinstance(extension, Mapping):
+            usage = extension.get("usage")
+    return usage
+
+
 def has_meaningful_output(raw: RawStreamChunk) -> bool:
     """Whether *raw* commits a stream: text, reasoning, a tool-call delta or usage.
 
@@ -364,7 +378,7 @@ def has_meaningful_output(raw: RawStreamChunk) -> bool:
     data = raw.data
     if raw.error is not None or not isinstance(data, Mapping):
         return False
-    if from_openai(data.get("usage")) is not None:
+    if from_openai(reported_usage(data)) is not None:
         return True
     choice = _first_choice(data)
     if choice is None:
@@ -512,7 +526,7 @@ class ChatCompletionsNormalizer:
         delta = choice.get("delta")
         if type(delta) is not dict or choice.get("error") or data.get("error"):
             return None
-        if data.get("usage") is not None or data.get("object") == "chat.completion":
+        if data.get("usage") is not None or "x_groq" in data or data.get("object") == "chat.completion":
             return None
         if self._serving is None and data.get("provider"):
             return None
@@ -614,7 +628,7 @@ class ChatCompletionsNormalizer:
             if error is not None:
                 self._fail(out, error)
                 return
-        reported = data.get("usage")
+        reported = reported_usage(data)
         usage = from_openai(reported) if reported is not None else None
         if usage is not None:
             # Recorded before the finish in the same chunk, so its ``done`` carries it.

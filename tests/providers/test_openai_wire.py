@@ -675,3 +675,19 @@ def test_content_parts_list_with_thinking() -> None:
     )
     assert thoughts_of(chunks) == "hmm"
     assert text_of(chunks) == "Hi"
+
+
+def test_groq_usage_in_x_groq_is_the_streams_usage() -> None:
+    """Groq reports a stream's usage in ``x_groq.usage`` on its last chunk (no ``usage`` key)."""
+    chunks = run(CustomAdapter().new_normalizer(), raws("custom", sse_events("custom", "groq_x_groq_usage")))
+    assert text_of(chunks) == "Groq says hi"
+    usage = of_type(chunks, ChunkType.DONE)[-1].usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (12, 3)
+
+
+def test_azure_prompt_filter_chunk_and_filter_results_are_not_text() -> None:
+    """Azure OpenAI opens with a ``choices: []`` prompt-filter chunk and annotates every choice."""
+    chunks = openai_run("azure_content_filter")
+    assert text_of(chunks) == "Hello from Azure"
+    assert of_type(chunks, ChunkType.DONE)[0].metadata["finish_reason"] is FinishReason.STOP
+    assert not of_type(chunks, ChunkType.ERROR)
