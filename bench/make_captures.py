@@ -229,14 +229,30 @@ def _bullets(rng: random.Random) -> str:
     return "\n".join(f"- {_sentence(rng)}" for _ in range(rng.randint(2, 5)))
 
 
-def make_text(chars: int, rng: random.Random, *, prose_only: bool = False) -> str:
-    """Deterministic markdown of at least *chars* code points."""
+def _short_block(rng: random.Random) -> str:
+    """A paragraph-heavy reply's block: one short sentence, a two-item list or a heading."""
+    roll = rng.random()
+    if roll < 0.7:
+        return _sentence(rng)
+    if roll < 0.9:
+        return "\n".join(f"- {' '.join(rng.choice(_WORDS) for _ in range(3))}" for _ in range(2))
+    return f"### {rng.choice(_WORDS)} {rng.choice(_UNICODE)}"
+
+
+def make_text(chars: int, rng: random.Random, *, prose_only: bool = False, paragraphs: bool = False) -> str:
+    """Deterministic markdown of at least *chars* code points.
+
+    *paragraphs*: paragraph-heavy (a blank line every 60-100 code points: the live flusher's
+    and the splitter's boundaries at their densest).
+    """
     blocks: list[str] = []
     size = 0
     section = 0
     while size < chars:
         roll = rng.random()
-        if prose_only or roll < 0.55:
+        if paragraphs:
+            block = _short_block(rng)
+        elif prose_only or roll < 0.55:
             block = _paragraph(rng)
         elif roll < 0.7:
             section += 1
@@ -289,6 +305,8 @@ class CaptureSpec:
     breaks do not fall on the same chunk in every stream at once)."""
     family: str = "openai"
     """The wire format (``FAMILIES``); reasoning variants are OpenAI-compatible only."""
+    paragraphs: bool = False
+    """Paragraph-heavy text (``make_text(paragraphs=True)``), OpenAI-compatible only."""
 
     @property
     def seed(self) -> int:
@@ -298,16 +316,30 @@ class CaptureSpec:
     @property
     def name(self) -> str:
         """The file name."""
-        return capture_name(self.chunks, reasoning=self.reasoning, variant=self.variant, family=self.family)
+        return capture_name(
+            self.chunks,
+            reasoning=self.reasoning,
+            variant=self.variant,
+            family=self.family,
+            paragraphs=self.paragraphs,
+        )
 
 
-def capture_name(chunks: int, *, reasoning: bool = False, variant: int = 0, family: str = "openai") -> str:
+def capture_name(
+    chunks: int,
+    *,
+    reasoning: bool = False,
+    variant: int = 0,
+    family: str = "openai",
+    paragraphs: bool = False,
+) -> str:
     """``plain-1k.sse``, ``reasoning-100k.sse``, ``plain-250.sse``, ``plain-500-v3.sse``,
-    ``anthropic-plain-200-v2.sse``."""
+    ``anthropic-plain-200-v2.sse``, ``paras-10k.sse`` (paragraph-heavy)."""
     size = f"{chunks // 1000}k" if chunks % 1000 == 0 else str(chunks)
     suffix = f"-v{variant}" if variant else ""
     prefix = "" if family == "openai" else f"{family}-"
-    return f"{prefix}{'reasoning' if reasoning else 'plain'}-{size}{suffix}.sse"
+    kind = "paras" if paragraphs else "reasoning" if reasoning else "plain"
+    return f"{prefix}{kind}-{size}{suffix}.sse"
 
 
 def _sse(event: str | None, body: dict[str, Any]) -> bytes:
@@ -385,7 +417,7 @@ def make_capture(spec: CaptureSpec) -> bytes:
         reasoning_text = make_text(int(thinking * 6.5), rng, prose_only=True)
         for piece in _split_deltas(reasoning_text, thinking, rng):
             out.append(_delta_event({"content": None, "reasoning_content": piece}))
-    text = make_text(int(answer * 6.5), rng)
+    text = make_text(int(answer * 6.5), rng, paragraphs=spec.paragraphs)
     for piece in _split_deltas(text, answer, rng):
         out.append(_delta_event({"content": piece}))
     out.append(_delta_event({}, "stop"))

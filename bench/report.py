@@ -188,12 +188,13 @@ class Report:
             f"reading the same bytes with aiohttp and orjson alone (the transport floor) costs {floor:.2f}."
         )
 
-    def flat(self, by_size: dict[int, costs.CostResult]) -> None:
-        """Figure 2: per-chunk cost across sizes."""
+    def flat(self, by_size: dict[int, costs.CostResult], kind: str = "plain") -> None:
+        """Figure 2: per-chunk cost across sizes (*kind*: the captures' text, plain or paragraph-heavy)."""
         sizes = sorted(by_size)
         small, large = by_size[sizes[0]], by_size[sizes[-1]]
+        note = "" if kind == "plain" else f" ({kind})"
         lines = [
-            "Per-chunk CPU of the chain by stream length (plain captures, random writes):",
+            f"Per-chunk CPU of the chain by stream length ({kind} captures, random writes):",
             "",
             "| chunks | chain µs/chunk | floor (a) µs/chunk |",
             "| ---: | ---: | ---: |",
@@ -206,7 +207,7 @@ class Report:
         self.rows.append(
             Row(
                 "2",
-                f"chain per chunk at {sizes[-1]:,} / at {sizes[0]:,}",
+                f"chain per chunk at {sizes[-1]:,} / at {sizes[0]:,}{note}",
                 f"{ratio:.2f}x ({_us(large.runs[costs.CHAIN].cpu.median)} / "
                 f"{_us(small.runs[costs.CHAIN].cpu.median)})",
                 "<= 1.2x",

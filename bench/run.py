@@ -123,6 +123,7 @@ class Config:
     def specs(self) -> list[CaptureSpec]:
         sizes = {self.headline, *self.sizes, self.memory_size, self.stage_size}
         specs = [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
+        specs += [CaptureSpec(size, paragraphs=True) for size in self.sizes]
         live_sizes = {self.lag_chunks, self.capacity_chunks, *(run[1] for run in self.latency)}
         most = max(self.lag_streams, *self.capacity_ladder, *(run[0] for run in self.latency))
         variants = min(live.VARIANTS, most)
@@ -313,6 +314,11 @@ async def _figures_1_2(
             server, session, {size: capture_name(size) for size in config.sizes}, runs=config.runs
         )
         report.flat(by_size)
+        names = {size: capture_name(size, paragraphs=True) for size in config.sizes}
+        report.progress(f"figure 2: {', '.join(names.values())} (paragraph-heavy), interleaved")
+        report.flat(
+            await cost.measure_sizes(server, session, names, runs=config.runs), kind="paragraph-heavy"
+        )
         for size in sorted({config.sizes[0], config.memory_size}):
             report.progress(f"figure 2: peak memory, {capture_name(size)}")
             report.memory(await cost.measure_memory(server, session, capture_name(size)))

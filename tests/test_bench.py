@@ -72,6 +72,7 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
         "first message, anthropic",
         "tracked objects per live stream",
         "live CPU per chunk split: transport alone",
+        "(paragraph-heavy)",
     ):
         assert row in done.stdout, f"no row {row!r}"
     assert "one batch per read" in out.read_text(encoding="utf-8")
@@ -273,3 +274,18 @@ async def test_the_live_split_feeds_every_chunk_of_every_stream(tmp_path: Path) 
     finally:
         live_split._pace = original
     assert len(seen) == sum(len(feed) for feed in feeds) and cost > 0
+
+
+def test_paragraph_heavy_captures_break_paragraphs_several_times_as_often() -> None:
+    """Figure 2's paragraph-heavy captures: the flusher's boundaries at their densest."""
+    import random
+
+    from bench.make_captures import CaptureSpec, capture_name, make_capture, make_text
+
+    assert capture_name(10_000, paragraphs=True) == "paras-10k.sse"
+    assert CaptureSpec(1000, paragraphs=True).name == "paras-1k.sse"
+    plain = make_text(20_000, random.Random(3))
+    dense = make_text(20_000, random.Random(3), paragraphs=True)
+    assert dense.count("\n\n") / len(dense) > 3 * plain.count("\n\n") / len(plain)
+    body = make_capture(CaptureSpec(200, paragraphs=True))
+    assert body.count(b"data: ") == 200 + 1 and body.endswith(b"data: [DONE]\n\n")  # 200 events, [DONE]
