@@ -411,16 +411,18 @@ class Report:
         )
         split = self.live_split
         if split is not None:
-            rest = result.cpu_per_chunk_us - split.transport_us - split.paced_us
+            allowed = 1.3 * floor.cpu_per_chunk_us
             text += (
-                f" Split at the same load: rxcord's transport alone (aiohttp, the read loop, the events "
-                f"decoded into chunks) {split.transport_us:.2f} µs per chunk; stages 03-07 fed the same "
-                f"chunks from memory {split.back_to_back_us:.2f} µs with the streams' events back to back "
-                f"and {split.paced_us:.2f} µs at the live pace: the same calls, but every event arrives "
-                "after all the other streams have run, its stream's objects out of the CPU's caches; "
-                f"the remaining {rest:.2f} µs is the hand-off between the two (the pump's task resumed "
-                "per read) and the delivery's timers. Each stage costs one event at a time: every event "
-                "is a read of its own, so batching does not apply."
+                f" Split at the same load, each part measured on its own: rxcord's transport alone "
+                f"(aiohttp, the read loop, the events decoded into chunks) costs {split.transport_us:.2f} µs "
+                f"per chunk, {split.transport_us / floor.cpu_per_chunk_us:.2f}x the floor's reader by "
+                f"itself; stages 03-07 fed the same chunks from memory cost {split.back_to_back_us:.2f} µs "
+                f"with the streams' events back to back and {split.paced_us:.2f} µs at the live pace (the "
+                "same calls; at the live pace every event arrives after all the other streams have run, "
+                "its stream's objects out of the CPU's caches), against the "
+                f"{allowed - split.transport_us:.2f} µs that 1.3x ({allowed:.2f} µs) leaves after the "
+                "transport. Each stage costs one event at a time: every event is a read of its own, so "
+                "batching does not apply."
             )
         return text
 
