@@ -20,6 +20,7 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable
+from rxcord.operators.held_at_stop import noting_held
 from rxcord.operators.thread_text import thread_text
 
 
@@ -32,6 +33,10 @@ class ReasoningSplitter(Protocol):
 
     def finish(self) -> tuple[str, str]:
         """The stream ended (or a non-text chunk comes): release what is held."""
+        ...
+
+    def holding(self) -> str:
+        """What is held now, unclassified (noted for a graceful stop: ``operators/held_at_stop.py``)."""
         ...
 
 
@@ -70,6 +75,7 @@ def reasoning_guard(
     factory: Callable[[], _S],
     prepare: Callable[[_S, ProcessedChunk], None] = _no_preparation,
     name: str = "",
+    note_held: bool = False,
 ) -> Fusable:
     """Thread a fresh splitter per subscription through the chunks (see the module docstring).
 
@@ -78,6 +84,9 @@ def reasoning_guard(
         prepare: Called with each text chunk before its content is fed (the spill
             guard arms itself on a chunk that carries reasoning).
         name: The stage's name.
+        note_held: Note on each chunk what the splitter still holds after it, for the stop
+            gate to keep at a graceful stop (``rxcord.operators.held_at_stop``; the pipeline
+            turns it on).
 
     Returns:
         A fusable operator on processed chunks (``rxcord.operators.fused``).
@@ -90,7 +99,8 @@ def reasoning_guard(
         if chunk.serving_provider is not None:
             state.serving = chunk.serving_provider
         prepare(state.splitter, chunk)
-        return [_with_split(chunk, *state.splitter.feed(chunk.content))]
+        out = _with_split(chunk, *state.splitter.feed(chunk.content))
+        return [noting_held(out, name, state.splitter.holding()) if note_held else out]
 
     def release(state: _Guarded[_S], _before: ProcessedChunk | None) -> list[ProcessedChunk]:
         return _released(*state.splitter.finish(), state.serving)

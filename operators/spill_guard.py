@@ -190,6 +190,10 @@ class SpillGuard:
         self._mode = _Mode.DONE
         return lead + held[end:], held[:end]
 
+    def holding(self) -> str:
+        """The undecided hold (visible text that may be spilled reasoning)."""
+        return self._held if self._mode is _Mode.HOLDING else ""
+
     def finish(self) -> tuple[str, str]:
         """The stream ended (or a non-text chunk arrived): release held text untouched."""
         if self._mode is not _Mode.HOLDING:
@@ -200,7 +204,7 @@ class SpillGuard:
         return held, ""
 
 
-def spill_guard() -> Operator[ProcessedChunk, ProcessedChunk]:
+def spill_guard(*, note_held: bool = False) -> Operator[ProcessedChunk, ProcessedChunk]:
     """Move a reasoning tail glued to the first visible content into ``thoughts``.
 
     A text chunk whose ``thoughts`` are non-empty arms the guard before its
@@ -218,7 +222,7 @@ def spill_guard() -> Operator[ProcessedChunk, ProcessedChunk]:
     Returns:
         An operator; a fresh ``SpillGuard`` is created for every subscription.
     """
-    return reasoning_guard(SpillGuard, _arm)
+    return reasoning_guard(SpillGuard, _arm, name="spill_guard", note_held=note_held)
 
 
 def _arm(guard: SpillGuard, chunk: ProcessedChunk) -> None:

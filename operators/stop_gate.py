@@ -26,17 +26,28 @@ from collections.abc import Iterator, Sequence
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
-from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
+from rxcord.core.types import (
+    Batch,
+    Operator,
+    ProcessedChunk,
+    StopKind,
+    StopSignal,
+    ThoughtKind,
+    ThoughtLogEntry,
+)
 from rxcord.operators.fused import BatchAware
+from rxcord.operators.held_at_stop import held_after
 
 
 class _Gate:
     """Per-subscription state of one gate."""
 
-    __slots__ = ("busy", "done", "observer", "pending", "upstream")
+    __slots__ = ("busy", "done", "last", "observer", "pending", "upstream")
 
     def __init__(self, observer: abc.ObserverBase[ProcessedChunk | StopSignal]) -> None:
         self.observer = observer
+        self.last: ProcessedChunk | None = None
+        """The last chunk passed on (what stage 03 held after it is kept at a graceful stop)."""
         self.busy = 0
         self.done = False
         self.pending: StopSignal | None = None
@@ -48,6 +59,11 @@ class _Gate:
         self.done = True
         self.upstream.dispose()
         if signal is not None:
+            # What stage 03 had not classified yet is kept as reasoning: never shown, never lost.
+            held = held_after(self.last)
+            if held:
+                thought = ThoughtLogEntry(kind=ThoughtKind.RAW, text=held)
+                self.observer.on_next(ProcessedChunk.text("", thoughts=(thought,)))
             self.observer.on_next(signal)
         self.observer.on_completed()
 
@@ -66,7 +82,11 @@ class _Gate:
             return
         self.busy += 1
         try:
-            self.observer.on_next(_Gated(chunk.items, self) if isinstance(chunk, Batch) else chunk)
+            if isinstance(chunk, Batch):
+                self.observer.on_next(_Gated(chunk.items, self))
+            else:
+                self.last = chunk
+                self.observer.on_next(chunk)
         finally:
             self.busy -= 1
         if self.pending is not None and not self.busy:
@@ -102,6 +122,7 @@ class _Gated(Batch[ProcessedChunk]):
         for item in self.items:
             if gate.pending is not None or gate.done:
                 return
+            gate.last = item
             yield item
 
 
@@ -117,6 +138,9 @@ def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, Process
     Args:
         stops: The stream's stop subject (a ``ReplaySubject(1)``, so a stop sent
             before subscription is not lost).
+
+    At a graceful stop, what stage 03 still held after the last chunk passed on is emitted
+    as one reasoning chunk just before the stop (``rxcord.operators.held_at_stop``).
 
     Returns:
         An operator emitting the source's chunks, then at most one ``StopSignal``. A

@@ -168,6 +168,13 @@ class ThinkStripper:
         self._mode = _Mode.VISIBLE
         return self._sweep(held, final=True), ""
 
+    def holding(self) -> str:
+        """The unclassified hold: the start window, a partial tag or an open think block.
+
+        (The seam, a partial tag of visible text, is not counted: at most a tag's length.)
+        """
+        return self._pending
+
     def _sweep(self, text: str, *, final: bool) -> str:
         """Remove tags formed by joining visible fragments; hold a trailing partial tag unless final."""
         seam = self._seam + text
@@ -181,7 +188,9 @@ class ThinkStripper:
         return seam[:cut]
 
 
-def think_strip(*, start_window: int = DEFAULT_START_WINDOW) -> Operator[ProcessedChunk, ProcessedChunk]:
+def think_strip(
+    *, start_window: int = DEFAULT_START_WINDOW, note_held: bool = False
+) -> Operator[ProcessedChunk, ProcessedChunk]:
     """Reroute think blocks in ``text`` chunks' content into their ``thoughts``.
 
     Each text chunk leaves with ``content`` set to its visible part and the
@@ -199,6 +208,8 @@ def think_strip(*, start_window: int = DEFAULT_START_WINDOW) -> Operator[Process
     Args:
         start_window: Characters at the start of each stream held back in case
             a stray closer turns them into reasoning (see the module docstring).
+        note_held: Note what is held on each chunk, so a graceful stop keeps it as
+            reasoning (``rxcord.operators.held_at_stop``; the pipeline turns it on).
 
     Returns:
         An operator; a fresh ``ThinkStripper`` is created for every subscription.
@@ -207,4 +218,4 @@ def think_strip(*, start_window: int = DEFAULT_START_WINDOW) -> Operator[Process
     def factory() -> ThinkStripper:
         return ThinkStripper(start_window=start_window)
 
-    return reasoning_guard(factory)
+    return reasoning_guard(factory, name="think_strip", note_held=note_held)

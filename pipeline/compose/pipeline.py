@@ -146,11 +146,16 @@ def _deliver(context: StageContext) -> Operator[Any, Any]:
 
 ROUTING_STAGES: tuple[Stage, ...] = (
     Stage("normalize", lambda c: normalize(c.normalizer)),
+    # The guards note what they hold on each chunk: a graceful stop keeps it as reasoning.
     Stage(
         "think_strip",
-        lambda c: think_strip(start_window=c.guards.think_start_window) if c.guards.think_tags else None,
+        lambda c: (
+            think_strip(start_window=c.guards.think_start_window, note_held=True)
+            if c.guards.think_tags
+            else None
+        ),
     ),
-    Stage("spill_guard", lambda c: spill_guard() if c.guards.spill else None),
+    Stage("spill_guard", lambda c: spill_guard(note_held=True) if c.guards.spill else None),
     Stage("verbatim_tools", _verbatim),
     Stage("prefill", lambda c: prefill(c.config.prefill) if c.config.prefill else None),
     Stage("speaker_guard", _speaker),

@@ -170,7 +170,8 @@ def test_a_stop_after_chunk_n_lands_before_chunk_n_plus_1_in_a_batch(
     old = _run(path, groups, batched=False, mode=mode, stop=(kind, after))
     new = _run(path, groups, batched=True, mode=mode, stop=(kind, after))
     assert new == old
-    if old[0].chunk_count > after:
+    # Plus at most one: the gate's reasoning chunk of what stage 03 still held (held_at_stop).
+    if old[0].chunk_count > after + 1:
         raise AssertionError(f"routed {old[0].chunk_count} chunks after a stop at {after}")
 
 

@@ -182,9 +182,8 @@ def _separately(pieces: Sequence[str]) -> list[ProcessedChunk]:
     events = [{"choices": [{"index": 0, "delta": {"content": piece}}]} for piece in pieces]
     source = reactivex.from_iterable(raws("custom", events))
     out: list[ProcessedChunk] = []
-    source.pipe(normalize(adapter.new_normalizer), think_strip(start_window=256), spill_guard()).subscribe(
-        out.append
-    )
+    guards = (think_strip(start_window=256, note_held=True), spill_guard(note_held=True))  # as the pipeline
+    source.pipe(normalize(adapter.new_normalizer), *guards).subscribe(out.append)
     return out
 
 
