@@ -32,21 +32,16 @@ from typing import Any
 import aiohttp
 import attrs
 from reactivex.subject import Subject
-from rxcord.compose.chain import build_chain
-from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.stops import StopHandle
 from rxcord.core.types import Batch, RawStreamChunk
 from rxcord.operators.aio import drain
 from rxcord.providers import transport
-from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.sse import SseParser
 from rxcord.providers.transport import stream_source
-from rxcord.sinks.delivery import DiscordDelivery
-from rxcord.sinks.memory import MemorySink
 
 from bench.clients import _ADAPTER, _CHAT, _TRANSPORT
 from bench.live import LIVE, _paced_url, _reset, stream_capture
 from bench.server import ServerProcess
+from bench.stages import memory_chain
 
 
 @attrs.frozen
@@ -100,23 +95,6 @@ async def _transport_alone(
     return elapsed / max(1, sum(counts)) * 1e6
 
 
-def _memory_chain(subject: Subject[Any], config: StreamConfig) -> Any:
-    adapter = OpenAIAdapter()
-    stops = StopHandle("1")
-    delivery = DiscordDelivery(
-        sink=MemorySink(), context=StreamContext(), config=config, stops=stops.subject, nonce_prefix="bench"
-    )
-    return build_chain(
-        subject,
-        normalizer=adapter.new_normalizer,
-        config=config,
-        stops=stops.signals,
-        stop_sink=stops.subject,
-        send=delivery.send,
-        provider=adapter.name,
-    )
-
-
 async def _fed_from_memory(
     feeds: list[list[RawStreamChunk]], rate: float | None, *, chains: bool = True
 ) -> float:
@@ -128,7 +106,7 @@ async def _fed_from_memory(
     loop = asyncio.get_running_loop()
     subjects: list[Subject[Any]] = [Subject() for _ in feeds]
     tasks = (
-        [asyncio.ensure_future(drain(_memory_chain(subject, LIVE))) for subject in subjects] if chains else []
+        [asyncio.ensure_future(drain(memory_chain(subject, LIVE))) for subject in subjects] if chains else []
     )
     await asyncio.sleep(0)  # every chain subscribed
     total = sum(len(feed) for feed in feeds)

@@ -136,14 +136,15 @@ def _memory_source(items: list[Any]) -> reactivex.Observable[Any]:
     return reactivex.create(subscribe)
 
 
-async def _chain_once(items: list[Any], config: StreamConfig, *, batched: bool = False) -> StreamResult:
+def memory_chain(source: reactivex.Observable[Any], config: StreamConfig, *, batched: bool = False) -> Any:
+    """Stages 03-07 (``build_chain``) on *source*, OpenAI-compatible, delivering into a memory sink."""
     adapter = OpenAIAdapter()
     stops = StopHandle("1")
     delivery = DiscordDelivery(
         sink=MemorySink(), context=StreamContext(), config=config, stops=stops.subject, nonce_prefix="bench"
     )
-    chain = build_chain(
-        _memory_source(items),
+    return build_chain(
+        source,
         normalizer=adapter.new_normalizer,
         config=config,
         stops=stops.signals,
@@ -152,7 +153,10 @@ async def _chain_once(items: list[Any], config: StreamConfig, *, batched: bool =
         provider=adapter.name,
         batched=batched,
     )
-    results = await drain(chain)
+
+
+async def _chain_once(items: list[Any], config: StreamConfig, *, batched: bool = False) -> StreamResult:
+    results = await drain(memory_chain(_memory_source(items), config, batched=batched))
     return results[-1]
 
 

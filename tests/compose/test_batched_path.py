@@ -20,32 +20,26 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
-from reactivex.testing import ReactiveTest, TestScheduler
-from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline, Stage, stage03
-from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.config import StreamConfig
 from rxcord.core.request import ChatRequest, Message
-from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
-from rxcord.core.stops import StopHandle
+from rxcord.core.state import StreamResult
 from rxcord.core.types import (
     Batch,
     DeliveryMode,
     ProcessedChunk,
     RawStreamChunk,
-    SegmentKind,
     StopKind,
 )
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.operators.fused import Fusable, fuse, unbatch
-from rxcord.operators.stop_after import stop_after
 from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.registry import default_registry
 from rxcord.providers.sse import SseParser
 from rxcord.providers.transport import TransportConfig, _event_chunks, stream_source
-from rxcord.sinks.delivery import DiscordDelivery
-from rxcord.sinks.memory import MemorySink
 
+from tests.chain_harness import run_reads
 from tests.conftest import CAPTURES
 
 SSE = sorted(CAPTURES.glob("*/*.sse"))
@@ -91,52 +85,10 @@ def _run(
     pipeline: Pipeline | None = None,
 ) -> tuple[StreamResult, list[tuple[str, Any]]]:
     """One stream under virtual time: each group is one read (one tick)."""
-    adapter = _adapter(path)
-    scheduler = TestScheduler()
-    notes = []
-    for tick, group in enumerate(groups, start=1):
-        if batched:
-            notes.append(ReactiveTest.on_next(tick * 10, group[0] if len(group) == 1 else Batch(group)))
-        else:
-            notes.extend(ReactiveTest.on_next(tick * 10, raw) for raw in group)
-    source = scheduler.create_cold_observable(*notes, ReactiveTest.on_completed(len(groups) * 10 + 10))
     config = StreamConfig(
         delivery=mode, typing_interval=0, live_idle_flush=25.0, max_messages=10_000, max_flushes=10_000
     )
-    planner = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config, nonce_prefix="t")
-
-    def send(item: Segment | TypingPulse) -> reactivex.Observable[Delivery]:
-        if isinstance(item, TypingPulse) or item.kind is not SegmentKind.TEXT:
-            return reactivex.just(Delivery(segment=item if isinstance(item, Segment) else None))
-        sent = tuple(SentMessage(payload=p) for p in planner.payloads(item))
-        return reactivex.just(Delivery(segment=item, messages=sent))
-
-    handle = StopHandle("1")
-    stages = pipeline or Pipeline.default()
-    if stop is not None:
-        kind, count = stop
-        stages = stages.insert_after(
-            "accumulate", Stage.of("stop_after", stop_after(count, kind, handle.subject))
-        )
-    chain = build_chain(
-        source,
-        normalizer=adapter.new_normalizer,
-        config=config,
-        stops=handle.signals,
-        stop_sink=handle.subject,
-        send=send,
-        provider=adapter.name,
-        guards=adapter.guards,
-        pipeline=stages,
-        batched=batched,
-    )
-    observer = scheduler.start(lambda: chain, created=0, subscribed=0, disposed=1_000_000)
-    values = [m.value.value for m in observer.messages if m.value.kind == "N"]
-    kinds = [m.value.kind for m in observer.messages]
-    assert kinds[-1] == "C", kinds
-    [result] = values
-    timeline = [(str(m.time), m.value.kind) for m in observer.messages]
-    return result, timeline
+    return run_reads(_adapter(path), groups, config, batched=batched, stop=stop, pipeline=pipeline)
 
 
 MODES = st.sampled_from([DeliveryMode.AGGREGATED, DeliveryMode.LIVE, DeliveryMode.EDIT])

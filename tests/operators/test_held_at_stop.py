@@ -5,31 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import reactivex
-from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.marbles import marbles_testing
-from rxcord.compose.chain import build_chain
-from rxcord.compose.pipeline import Pipeline, Stage
-from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
-from rxcord.core.stops import StopHandle
+from rxcord.core.config import StreamConfig
+from rxcord.core.state import StreamResult
 from rxcord.core.types import (
-    Batch,
     DeliveryMode,
     ProcessedChunk,
     RawStreamChunk,
-    SegmentKind,
     StopKind,
     StopSignal,
     ThoughtKind,
 )
 from rxcord.operators.held_at_stop import HELD, held_after, noting_held
-from rxcord.operators.stop_after import stop_after
 from rxcord.operators.stop_gate import stop_gate
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
-from rxcord.sinks.delivery import DiscordDelivery
-from rxcord.sinks.memory import MemorySink
+
+from tests.chain_harness import run_reads
 
 HELD_START = ["Okay, the user wants a haiku.", " Let me think", " about autumn."]
 REST = ["</think>Leaves fall softly down", " on the quiet pond."]
@@ -73,47 +65,12 @@ def _events(pieces: list[str]) -> list[RawStreamChunk]:
 def _stopped(
     adapter: Any, pieces: list[str], *, kind: StopKind, after: int, batched: bool
 ) -> tuple[StreamResult, list[str]]:
-    """One stream under virtual time, one read for all events (batched) or one event per tick."""
-    scheduler = TestScheduler()
+    """One stream under virtual time: all events in one read (batched) or one event per read."""
     raws = _events(pieces)
-    notes = (
-        [ReactiveTest.on_next(10, Batch(raws))]
-        if batched
-        else [ReactiveTest.on_next(10 * (n + 1), raw) for n, raw in enumerate(raws)]
-    )
-    source = scheduler.create_cold_observable(*notes, ReactiveTest.on_completed(10 * len(raws) + 10))
+    reads = [raws] if batched else [[raw] for raw in raws]
     config = StreamConfig(delivery=DeliveryMode.AGGREGATED, typing_interval=0)
-    planner = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config, nonce_prefix="t")
-    sent: list[str] = []
-
-    def send(item: Segment | TypingPulse) -> reactivex.Observable[Delivery]:
-        if isinstance(item, TypingPulse) or item.kind is not SegmentKind.TEXT:
-            return reactivex.just(Delivery(segment=item if isinstance(item, Segment) else None))
-        payloads = planner.payloads(item)
-        sent.extend(str(p.get("content", "")) for p in payloads)
-        return reactivex.just(
-            Delivery(segment=item, messages=tuple(SentMessage(payload=p) for p in payloads))
-        )
-
-    handle = StopHandle("1")
-    stages = Pipeline.default().insert_after(
-        "accumulate", Stage.of("stop_after", stop_after(after, kind, handle.subject))
-    )
-    chain = build_chain(
-        source,
-        normalizer=adapter.new_normalizer,
-        config=config,
-        stops=handle.signals,
-        stop_sink=handle.subject,
-        send=send,
-        provider=adapter.name,
-        guards=adapter.guards,
-        pipeline=stages,
-        batched=batched,
-    )
-    observer = scheduler.start(lambda: chain, created=0, subscribed=0, disposed=1_000_000)
-    [result] = [m.value.value for m in observer.messages if m.value.kind == "N"]
-    return result, sent
+    result, _ = run_reads(adapter, reads, config, batched=batched, stop=(kind, after))
+    return result, [str(message.payload.get("content", "")) for message in result.messages]
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["per event", "one read"])
