@@ -17,12 +17,12 @@ per read (where stage 03 has already read past the chunk the stop follows).
 
 from __future__ import annotations
 
-__all__ = ("HELD", "held_after", "noting_held")
+__all__ = ("HELD", "held_after", "held_reasoning", "noting_held")
 
 from typing import Final
 
 import attrs
-from rxcord.core.types import ProcessedChunk
+from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 
 HELD: Final = "rxcord.held"
 """Metadata key: ``{guard name: text it holds after this chunk}``."""
@@ -45,3 +45,11 @@ def held_after(chunk: ProcessedChunk | None, order: tuple[str, ...] = ("spill_gu
     if not notes:
         return ""
     return "".join(notes.get(guard, "") for guard in order)
+
+
+def held_reasoning(chunk: ProcessedChunk | None) -> ProcessedChunk | None:
+    """The reasoning chunk the stop gate emits for what was held after *chunk* (``None``: nothing held)."""
+    held = held_after(chunk)
+    if not held:
+        return None
+    return ProcessedChunk.text("", thoughts=(ThoughtLogEntry(kind=ThoughtKind.RAW, text=held),))

@@ -26,17 +26,9 @@ from collections.abc import Iterator, Sequence
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
-from rxcord.core.types import (
-    Batch,
-    Operator,
-    ProcessedChunk,
-    StopKind,
-    StopSignal,
-    ThoughtKind,
-    ThoughtLogEntry,
-)
+from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.fused import BatchAware
-from rxcord.operators.held_at_stop import held_after
+from rxcord.operators.held_at_stop import held_reasoning
 
 
 class _Gate:
@@ -60,10 +52,9 @@ class _Gate:
         self.upstream.dispose()
         if signal is not None:
             # What stage 03 had not classified yet is kept as reasoning: never shown, never lost.
-            held = held_after(self.last)
-            if held:
-                thought = ThoughtLogEntry(kind=ThoughtKind.RAW, text=held)
-                self.observer.on_next(ProcessedChunk.text("", thoughts=(thought,)))
+            held = held_reasoning(self.last)
+            if held is not None:
+                self.observer.on_next(held)
             self.observer.on_next(signal)
         self.observer.on_completed()
 

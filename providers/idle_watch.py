@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = ("IdleWatch",)
 
 import asyncio
+from collections.abc import Callable
 from types import TracebackType
 
 
@@ -26,7 +27,7 @@ class IdleWatch:
     *seconds* ``None``: no bound (the block runs as if unwatched).
     """
 
-    __slots__ = ("_handle", "_loop", "_timeout", "last", "seconds")
+    __slots__ = ("_clock", "_handle", "_loop", "_timeout", "last", "seconds")
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
@@ -34,11 +35,13 @@ class IdleWatch:
         """The loop time of the latest ``touch`` (or of entering the block)."""
         self._timeout = asyncio.timeout(None)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._clock: Callable[[], float] = _not_entered
         self._handle: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> IdleWatch:
         await self._timeout.__aenter__()
         loop = self._loop = asyncio.get_running_loop()
+        self._clock = loop.time  # bound once: ``touch`` runs on every read
         self.last = loop.time()
         if self.seconds is not None:
             self._handle = loop.call_at(self.last + self.seconds, self._check)
@@ -58,8 +61,7 @@ class IdleWatch:
 
     def touch(self) -> None:
         """A piece arrived: the idle period starts again now."""
-        assert self._loop is not None
-        self.last = self._loop.time()
+        self.last = self._clock()
 
     def _check(self) -> None:
         loop, seconds = self._loop, self.seconds
@@ -72,3 +74,7 @@ class IdleWatch:
             return
         self._handle = None
         self._timeout.reschedule(now)
+
+
+def _not_entered() -> float:
+    raise RuntimeError("IdleWatch.touch outside its async with block")

@@ -392,8 +392,6 @@ class _Pump:
                     await self._read(response, state, watch)
         except asyncio.CancelledError:
             raise
-        except _DownstreamError:
-            raise
         except SsrfRefusedError as exc:
             error = _error(self.redact.text(str(exc)), retryable=False, code="ssrf_refused", original=exc)
             self._offer([RawStreamChunk(provider=name, error=self.redact.error(error))], state)

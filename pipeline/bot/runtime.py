@@ -7,8 +7,8 @@ a full collection stops the event loop while it walks them all, 100-340 ms with
 at that moment. ``tuned_collector`` freezes what exists once the bot has started
 (imports, configuration, the client: it lives as long as the process) out of the
 collector's walks and collects the young generation less often. Measured in
-``bench/RESULTS.md`` (figure 4, the "GC tuned" rows): no full collection during the
-run, and about 2.5x the live streams one process carries under a 50 ms p99 lag.
+``bench/RESULTS.md`` (figure 3, the "GC tuned" rows): no full collection during the
+run, and a p99 latency of 1.3 ms instead of 12.7 ms at 200 streams x 50 chunks/s.
 """
 
 from __future__ import annotations
