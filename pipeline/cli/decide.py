@@ -16,7 +16,10 @@ server on 127.0.0.1). The request's byte ceiling is ``CLI_MAX_INPUT_TOKENS``.
 ``{"id", "refusal": true}``), ``usage`` (``null`` when unknown; ``cost`` ``null``
 when not reported), ``model``, ``provider_request_id`` and ``usage_reports`` (what
 the usage callback received, in order). Every kind is a result (exit 0); a reason
-for a kind without answers goes to stderr.
+for a kind without answers goes to stderr, in one line (an answer that is not JSON or
+is nested too deeply included: ``failed (malformed-response, invalid-json)``). Unusable
+input exits 2 with one line: an unreadable file, a questions file that is not JSON
+(one nested deeper than ``rxcord.core.safe_json.MAX_DEPTH`` included), a bad flag.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from rxcord.core import safe_json
 from rxcord.core.errors import InputError
 from rxcord.core.types import Usage
 from rxcord.providers.decisions import (
@@ -77,8 +81,10 @@ def _read_text(path: str, what: str) -> str:
 
 def _questions(path: str) -> list[Any]:
     try:
-        questions = json.loads(_read_text(path, "questions"))
-    except ValueError:
+        # The bounded decoder: a file nested thousands deep is input that is not JSON (exit 2),
+        # never a RecursionError traceback.
+        questions = safe_json.loads(_read_text(path, "questions"))
+    except safe_json.MalformedJsonError:
         raise InputError(f"the questions file {path} is not JSON") from None
     if not isinstance(questions, list):
         raise InputError("the questions file must hold a JSON array")

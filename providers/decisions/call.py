@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import attrs
 from loguru import logger
+from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.types import ErrorType, ProviderError, Usage
 from rxcord.providers.decisions.codec import Codec
@@ -628,10 +629,11 @@ def _answered(
 
 
 def _lenient_json(raw: bytes) -> object:
+    """An error body's JSON value; its text when not JSON or nested too deeply (as on the chat path)."""
     text = raw.decode("utf-8", errors="replace")
     try:
-        return json.loads(text)
-    except ValueError:
+        return safe_json.loads(text)
+    except safe_json.MalformedJsonError:
         return text
 
 

@@ -29,7 +29,6 @@ __all__ = (
 )
 
 import contextlib
-import json
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -38,6 +37,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
+from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
 from rxcord.providers.hooks import begin_provider_request, request_hook_registered
 
@@ -151,8 +151,8 @@ def aiohttp_send(session: aiohttp.ClientSession, *, connect_timeout: float = 10.
 
 def _reported_cost(body: bytes) -> float | None:
     try:
-        document = json.loads(body)
-    except ValueError:
+        document = safe_json.loads(body)
+    except safe_json.MalformedJsonError:  # not JSON, or nested too deeply: no cost reported
         return None
     usage = document.get("usage") if isinstance(document, dict) else None
     cost = usage.get("cost") if isinstance(usage, dict) else None

@@ -14,7 +14,9 @@ Rules:
   input-token ceiling (a conservative bound: one token is at least one byte);
   evidence is never truncated;
 * a response body is strict JSON: UTF-8, no ``NaN``/``Infinity`` tokens, no
-  duplicate keys in any object;
+  duplicate keys in any object, arrays and objects nested at most
+  ``rxcord.core.safe_json.MAX_DEPTH`` levels (the chat path's bound: deeper is
+  ``invalid-json``, never a ``RecursionError``);
 * probabilities are numbers (not bools), finite, in [0, 1];
 * named protocols: exactly one answer per question id (missing, extra or
   duplicate keys fail), each of the question's type; the ordered protocol: one
@@ -50,6 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
+from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
 from rxcord.providers.decisions.convert import DecisionWireError, structure
 from rxcord.providers.decisions.types import Answer, PredicateAnswer, Question
@@ -187,11 +190,13 @@ def strict_json(body: bytes) -> Any:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise DecisionValidationError("invalid-json", "not UTF-8") from None
+    if safe_json.too_deep(text):
+        raise DecisionValidationError("invalid-json", f"nested deeper than {safe_json.MAX_DEPTH} levels")
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
     except DecisionValidationError:
         raise
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # RecursionError: a stack already deep when called
         raise DecisionValidationError("invalid-json", "not JSON") from None
 
 
