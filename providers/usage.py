@@ -13,6 +13,15 @@ One meaning for every provider (``rxcord.core.types.Usage``):
 * ``output_tokens`` counts every generated token, reasoning included.
 * ``cost`` is what the provider reported (OpenRouter's ``usage.cost``), never an estimate.
 
+Bounds: a token count is an integer in ``[0, MAX_TOKENS]`` (10**9 per field: no model
+reads or writes a billion tokens in one response), a cost a finite number in
+``[0, MAX_COST]`` (1e6 USD for one response). A value past them is treated like any
+other value that is not a count or a cost (a negative number, a bool, text): the field is
+unknown (``None``; an input or output total then counts 0), and a warning names the cap.
+A ``Usage`` built elsewhere (a custom adapter, a hook) is checked where it is reported:
+``report_usage`` refuses one that breaks a bound (``usage_problem`` says which), with a
+warning, instead of sending 10**100 tokens or an infinite cost to the recorders.
+
 ``sum_turn_usage`` adds the responses of one turn; a cache field or the cost
 survives only if every response that reported usage reported it.
 
@@ -25,6 +34,8 @@ response; a callback that raises is logged and never fails inference.
 from __future__ import annotations
 
 __all__ = (
+    "MAX_COST",
+    "MAX_TOKENS",
     "TurnUsageSample",
     "UsageReport",
     "clamp_usage",
@@ -37,6 +48,7 @@ __all__ = (
     "sum_turn_usage",
     "turn_usage_sample",
     "usage_callback",
+    "usage_problem",
     "usage_reporter",
     "with_usage_callback",
     "with_usage_reporter",
@@ -46,7 +58,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 from loguru import logger
@@ -54,31 +66,72 @@ from rxcord.core.types import Usage
 
 _log = logger.bind(stage="03-usage")
 
+MAX_TOKENS: Final = 10**9
+"""The largest token count one usage field may hold (one response); more is not a count."""
+MAX_COST: Final = 1e6
+"""The largest cost (USD) one response may report; more, like NaN or infinity, is not a cost."""
+_MAX_DIGITS: Final = len(str(MAX_TOKENS))
+"""Longer digit strings are above ``MAX_TOKENS`` (and are not converted: ``int`` of a huge text is slow)."""
+
 
 def _count(value: object) -> int | None:
-    """A token count, or ``None`` when absent or not a count (bools and negatives are not counts)."""
+    """A token count, or ``None`` when absent or not a count (bools, negatives, above ``MAX_TOKENS``)."""
     if isinstance(value, bool) or value is None:
         return None
+    count: int | None = None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and math.isfinite(value) and value >= 0:
-        return int(value)
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
+        count = value if value >= 0 else None
+    elif isinstance(value, float) and math.isfinite(value) and value >= 0:
+        count = int(min(value, MAX_TOKENS + 1.0))
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        count = int(value) if len(value) <= _MAX_DIGITS else MAX_TOKENS + 1
+    if count is not None and count > MAX_TOKENS:
+        _log.warning("usage token count above {cap}: not a count (treated as unreported)", cap=MAX_TOKENS)
+        return None
+    return count
 
 
 def _cost(value: object) -> float | None:
+    """A cost, or ``None`` when absent or not one (bools, NaN, infinities, negatives, above ``MAX_COST``)."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
-        return float(value)
-    if isinstance(value, str):
+    cost: float | None = None
+    if isinstance(value, int):
+        cost = float(min(value, int(MAX_COST) + 1))  # an int too large for a float is still too large
+    elif isinstance(value, float):
+        cost = value
+    elif isinstance(value, str):
         try:
-            parsed = float(value)
+            cost = float(value)
         except ValueError:
             return None
-        return parsed if math.isfinite(parsed) and parsed >= 0 else None
+    if cost is None or not math.isfinite(cost) or cost < 0:
+        return None
+    if cost > MAX_COST:
+        _log.warning("usage cost above {cap} USD: not a cost (treated as unreported)", cap=MAX_COST)
+        return None
+    return cost
+
+
+def _bounded_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
+
+
+def usage_problem(usage: Usage) -> str | None:
+    """Why *usage* breaks the bounds (see the module docstring), or ``None`` when it is sane."""
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+        value = getattr(usage, name)
+        if value is None and name.startswith("cache_"):
+            continue
+        if not _bounded_count(value):
+            return f"{name} is not a token count in [0, {MAX_TOKENS}]"
+    cost = usage.cost
+    # The range check alone refuses NaN and infinities too (every comparison with NaN is false),
+    # and compares an int too large for a float exactly instead of overflowing.
+    if cost is not None and (
+        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost <= MAX_COST
+    ):
+        return f"cost is not a finite amount in [0, {MAX_COST:g}]"
     return None
 
 
@@ -180,7 +233,13 @@ def from_anthropic(
     cache_creation: int | None,
     output_tokens: int | None,
 ) -> Usage:
-    """Normalize Anthropic usage: the input total is uncached + cache read + cache creation."""
+    """Normalize Anthropic usage: the input total is uncached + cache read + cache creation.
+
+    Each count goes through the same bounds as the other providers' (a negative or a
+    count above ``MAX_TOKENS`` is unreported).
+    """
+    input_tokens, cache_read = _count(input_tokens), _count(cache_read)
+    cache_creation, output_tokens = _count(cache_creation), _count(output_tokens)
     return clamp_usage(
         Usage(
             input_tokens=(input_tokens or 0) + (cache_read or 0) + (cache_creation or 0),
@@ -273,10 +332,16 @@ def report_usage(
 
     The usage callback gets the ``Usage``; the usage reporter gets a ``UsageReport`` that
     also carries the provider, the model and the provider's request identity. Does nothing
-    without a recorder or without usage. A recorder that raises is logged and ignored:
+    without a recorder or without usage, and reports nothing for usage past the bounds
+    (``usage_problem``; a warning says why). A recorder that raises is logged and ignored:
     reporting never fails inference.
     """
     if usage is None:
+        return
+    problem = usage_problem(usage)
+    if problem is not None:
+        # Invalid usage is a note in the log, never a crash and never a bogus bill.
+        _log.warning("invalid usage not reported ({provider}): {problem}", provider=provider, problem=problem)
         return
     callback = usage_callback.get()
     if callback is not None:

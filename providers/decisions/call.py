@@ -95,6 +95,7 @@ from rxcord.providers.decisions.validate import (
     DecisionValidationError,
     TruncationReport,
     check_request_size,
+    check_usage_bounds,
     parse_questions,
     strict_json,
     validate_evidence,
@@ -451,6 +452,8 @@ class Decisions:
             )
         try:
             usage, truncation = call.codec.read_usage(document)
+            if usage is not None:
+                check_usage_bounds(usage)  # one place for every protocol's counts and cost
         except DecisionValidationError as exc:
             return _Decoded(document=document, headers=headers, usage=None, usage_error=exc)
         if usage is not None:

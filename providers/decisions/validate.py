@@ -21,8 +21,9 @@ Rules:
 * named protocols: exactly one answer per question id (missing, extra or
   duplicate keys fail), each of the question's type; the ordered protocol: one
   answer per question, in question order, each named after its question;
-* usage: non-negative integer token counts, a finite non-negative cost; an
-  explicit evidence-truncation report fails.
+* usage: integer token counts in ``[0, MAX_TOKENS]`` (10**9), a finite cost in
+  ``[0, MAX_COST]`` (1e6 USD; ``rxcord.providers.usage``'s bounds): past them the usage is
+  ``invalid-usage``, as a negative count is; an explicit evidence-truncation report fails.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = (
     "DecisionValidationError",
     "TruncationReport",
     "check_request_size",
+    "check_usage_bounds",
     "order_named_answers",
     "parse_questions",
     "strict_json",
@@ -54,8 +56,10 @@ from typing import Any, Final
 import attrs
 from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
+from rxcord.core.types import Usage
 from rxcord.providers.decisions.convert import DecisionWireError, structure
 from rxcord.providers.decisions.types import Answer, PredicateAnswer, Question
+from rxcord.providers.usage import MAX_TOKENS, usage_problem
 
 MAX_QUESTIONS: Final = 64
 """Questions per request (at least one)."""
@@ -211,10 +215,17 @@ def validate_probability(value: object, question_id: str) -> float:
 
 
 def validate_token_count(value: object, name: str) -> int:
-    """*value* as a token count: a non-negative integer (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """*value* as a token count: an integer (not a bool) in ``[0, MAX_TOKENS]``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
         raise DecisionValidationError("invalid-usage", f"{name} is not a token count")
     return value
+
+
+def check_usage_bounds(usage: Usage) -> None:
+    """Refuse decoded usage past the bounds (huge counts, an enormous or non-finite cost)."""
+    problem = usage_problem(usage)
+    if problem is not None:
+        raise DecisionValidationError("invalid-usage", problem)
 
 
 @attrs.frozen(kw_only=True)
