@@ -13,9 +13,26 @@ table (first matching row wins):
 |   "overloaded" in a 5xx or stream error                                 |                     |           |
 | prompt or output blocked by safety (``content_filter``, moderation      | content_blocked     | no        |
 |   ``reasons``/``flagged_input``, content-policy wording)                |                     |           |
-| unknown/unsupported model (404, or a 400/410/422 naming the model)      | model_error         | no        |
+| unknown/unavailable model: a 404/410/400/422 whose body says the model  | model_error         | no        |
+|   is unknown or unavailable (see below)                                 |                     |           |
+| other 404 (nothing at that path: a wrong ``base_url``)                  | api_error           | no        |
 | other upstream 5xx, mid-stream ``server_error``, connection reset       | api_error           | yes       |
-| 400 (other), 401, 403, other 4xx                                        | api_error           | no        |
+| 400 (other), 401, 402, 403, other 4xx                                   | api_error           | no        |
+
+A status alone never makes a ``model_error``: a 404 is one only when its body
+says the model is unknown or unavailable (OpenAI and compatible servers:
+``code: model_not_found`` or "The model ``x`` does not exist"; Anthropic:
+``not_found_error`` with ``model: x``; Gemini: ``NOT_FOUND`` "models/x is not
+found"; OpenRouter: "No endpoints found ..." or "No allowed providers ...";
+NVIDIA: "Function 'id': Not found for account", a model's function). Any other
+404 is an ``api_error`` (code ``endpoint_not_found``) whose message names the
+URL path that answered 404 and says to check ``base_url``.
+
+OpenRouter's ``error.metadata.limit_source`` names the limit that refused a
+request (a 402: the key's credits, its own cap, its in-flight budget); a valid
+one (an identifier) becomes the error's ``code``, and ``provider_limit`` reads it
+back validated, with ``minimum_balance``: the same validation the Decision
+capability applies to its failed results.
 
 A ``model_error`` keeps the provider's whole message, so the supported model
 ids some providers list reach the user. Messages never carry secrets:
@@ -31,21 +48,26 @@ stays ``None`` (that is how stage 02 tells an error after a 200 from an HTTP one
 from __future__ import annotations
 
 __all__ = (
+    "ENDPOINT_NOT_FOUND",
     "ErrorFacts",
+    "ProviderLimit",
     "classify_exception",
     "classify_http_error",
     "classify_stream_error",
     "content_blocked",
     "describe_error",
     "error_facts",
+    "provider_limit",
     "scrub",
 )
 
 import asyncio
+import math
 import re
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
@@ -252,6 +274,55 @@ _MODEL_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _OVERLOADED_RE: Final = re.compile(r"\boverloaded\b", re.IGNORECASE)
+_MODEL_404_RE: Final = re.compile(
+    # Anthropic's not_found_error names the model as "model: claude-x"; OpenRouter has no
+    # endpoint (or no allowed provider) for the model; NVIDIA serves each model as a function.
+    r"^\s*model:\s*\S|\bno endpoints found\b|\bno allowed providers\b"
+    r"|\bfunction\s+'[^']*':\s*not found for account\b",
+    re.IGNORECASE,
+)
+
+ENDPOINT_NOT_FOUND: Final = "endpoint_not_found"
+"""The code of a 404 that is not about the model: nothing answers at that URL path."""
+
+_LIMIT_SOURCE_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+@attrs.frozen(kw_only=True)
+class ProviderLimit:
+    """Validated limit metadata of a failure (OpenRouter ``error.metadata``); never provider prose."""
+
+    limit_source: str | None = None
+    """Which limit refused the request (``openrouter_key_limit``): an identifier, or ``None``."""
+    minimum_balance: float | None = None
+    """The minimum balance a media output needs, when the provider named one (finite, >= 0)."""
+
+
+def _limit(metadata: Mapping[str, Any]) -> ProviderLimit | None:
+    source = metadata.get("limit_source")
+    minimum = metadata.get("minimum_balance")
+    valid_source = source if isinstance(source, str) and _LIMIT_SOURCE_RE.fullmatch(source) else None
+    valid_minimum = (
+        float(minimum)
+        if isinstance(minimum, (int, float))
+        and not isinstance(minimum, bool)
+        and math.isfinite(minimum)
+        and minimum >= 0
+        else None
+    )
+    if valid_source is None and valid_minimum is None:
+        return None
+    return ProviderLimit(limit_source=valid_source, minimum_balance=valid_minimum)
+
+
+def provider_limit(failure: ProviderError | object) -> ProviderLimit | None:
+    """The validated limit metadata behind *failure* (a ``ProviderError`` or an error body).
+
+    The stream path and denial translators read OpenRouter's ``limit_source`` and
+    ``minimum_balance`` here, never from the body themselves.
+    """
+    body = failure.original_error if isinstance(failure, ProviderError) else failure
+    return _limit(error_facts(body).metadata) if isinstance(body, (Mapping, list)) else None
 
 
 def _is_blocked(facts: ErrorFacts, status: int | None) -> bool:
@@ -263,6 +334,11 @@ def _is_blocked(facts: ErrorFacts, status: int | None) -> bool:
     if "reasons" in facts.metadata and "flagged_input" in facts.metadata:
         return True
     return bool(_BLOCK_RE.search(facts.message))
+
+
+def _model_unavailable(facts: ErrorFacts) -> bool:
+    """Whether a 404's body says the model is unknown or unavailable (not a wrong path)."""
+    return _names_model(facts) or _MODEL_404_RE.search(facts.message) is not None
 
 
 def _names_model(facts: ErrorFacts) -> bool:
@@ -325,6 +401,9 @@ def _classify(
             original_error=original,
         )
 
+    limit = _limit(facts.metadata)
+    if limit is not None and limit.limit_source is not None:
+        code = limit.limit_source  # which limit refused: an identifier the turn runner reads
     if effective == 429 or kind in _QUOTA or code_text in _QUOTA:
         return make(ErrorType.RATE_LIMIT, True)
     if effective == 408 or kind in _TIMEOUT_KINDS or code_text in _TIMEOUT_KINDS:
@@ -340,7 +419,9 @@ def _classify(
         return make(ErrorType.PROVIDER_OVERLOADED, True)
     if _is_blocked(facts, effective):
         return make(ErrorType.CONTENT_BLOCKED, False)
-    if effective == 404 or (effective in (None, 400, 410, 422) and _names_model(facts)):
+    if effective == 404 and _model_unavailable(facts):
+        return make(ErrorType.MODEL_ERROR, False)
+    if effective in (None, 400, 410, 422) and _names_model(facts):
         return make(ErrorType.MODEL_ERROR, False)
     if server_side:
         return make(ErrorType.API_ERROR, True)
@@ -353,6 +434,7 @@ def classify_http_error(
     *,
     provider: str,
     headers: Mapping[str, str] | None = None,
+    url: str | None = None,
 ) -> ProviderError:
     """Classify an HTTP error response (see the module table).
 
@@ -362,6 +444,8 @@ def classify_http_error(
         body: The decoded JSON body, or the body text when it was not JSON.
         provider: Provider identity, for messages.
         headers: Response headers; ``Retry-After`` is kept in a rate-limit message.
+        url: The request's URL: a 404 that is not about the model names its path (only the
+            path: a query may hold a key).
 
     Returns:
         The normalized error; ``status`` is set, ``original_error`` holds *body*.
@@ -377,7 +461,18 @@ def classify_http_error(
     retry_after = _retry_after(headers)
     if retry_after and error.type in (ErrorType.RATE_LIMIT, ErrorType.PROVIDER_OVERLOADED):
         error = attrs.evolve(error, message=f"{error.message} (retry after {retry_after} s)")
+    if status == 404 and error.type is ErrorType.API_ERROR:
+        error = _wrong_path(error, url)
     return error
+
+
+def _wrong_path(error: ProviderError, url: str | None) -> ProviderError:
+    """A 404 not about the model: the endpoint is missing, so say which path and what to check."""
+    path = scrub(urlsplit(url).path) if url else ""
+    where = f"at {path}" if path else "at the request's path"
+    hint = f"nothing answers {where} (HTTP 404): check base_url, the API root the endpoint path is added to"
+    message = error.message.rstrip(". ")
+    return attrs.evolve(error, message=f"{message}. {hint[0].upper()}{hint[1:]}.", code=ENDPOINT_NOT_FOUND)
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> str | None:
@@ -489,6 +584,7 @@ _HEADLINES: Final[Mapping[ErrorType, str]] = {
     ErrorType.CONTENT_BLOCKED: "{p} blocked the prompt or the reply for safety reasons.",
     ErrorType.API_ERROR: "{p} returned an error{status}.",
 }
+_WRONG_PATH_HEADLINE: Final = "{p} has no endpoint at the request's URL (HTTP 404). Check base_url."
 
 
 def describe_error(error: ProviderError, *, provider: str) -> str:
@@ -499,7 +595,8 @@ def describe_error(error: ProviderError, *, provider: str) -> str:
     """
     display = _DISPLAY.get(provider, provider)
     status = f" (HTTP {error.status})" if error.status is not None and error.status >= 400 else ""
-    headline = _HEADLINES[error.type].format(p=display, status=status)
+    template = _WRONG_PATH_HEADLINE if error.code == ENDPOINT_NOT_FOUND else _HEADLINES[error.type]
+    headline = template.format(p=display, status=status)
     detail = scrub(error.message).strip()
     if not detail or detail == headline:
         return headline

@@ -424,7 +424,9 @@ class _Pump:
         if status >= 400:
             text = await _read_capped(response, self.cfg.max_body_bytes, watch)
             decoded = _decode_json(self.redact.text(text))
-            error = classify_http_error(status, decoded, provider=name, headers=dict(response.headers))
+            error = classify_http_error(
+                status, decoded, provider=name, headers=dict(response.headers), url=str(response.url)
+            )
             chunk = RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
             self._offer([chunk], state)
             return

@@ -649,7 +649,8 @@ def _category(status: int, error: ProviderError) -> FailureCategory:
         return FailureCategory.AUTHENTICATION
     if error.type is ErrorType.TIMEOUT or status in (408, 504, 524):
         return FailureCategory.TIMEOUT
-    if error.type is ErrorType.MODEL_ERROR:
+    if error.type is ErrorType.MODEL_ERROR or status == 404:
+        # A 404 that names no model is an api_error now (a wrong path); here it stays availability.
         return FailureCategory.AVAILABILITY
     if status >= 500 or error.type is ErrorType.PROVIDER_OVERLOADED:
         return FailureCategory.UPSTREAM
