@@ -34,6 +34,7 @@ from rxcord.sinks.emulator.config import (
 from rxcord.sinks.emulator.events import EventHub
 from rxcord.sinks.emulator.guild import Guild
 from rxcord.sinks.emulator.limits import Window, bucket_hash, bucket_headers, too_many
+from rxcord.sinks.emulator.origin import local_only
 from rxcord.sinks.emulator.store import MessageStore
 from rxcord.sinks.emulator.validation import ApiError, form_error
 from rxcord.sinks.emulator.wire import json_response, user_object
@@ -130,7 +131,8 @@ class DiscordEmulator:
             if cfg.webhook_channel_limit
             else None
         )
-        self.app = web.Application(middlewares=[_json_not_found])
+        # Loopback clients only (Host and Origin checked first): see rxcord.sinks.emulator.origin.
+        self.app = web.Application(middlewares=[local_only(lambda: self.host), _json_not_found])
         messages.install(self)
         threads.install(self)
         webhooks.install(self)
