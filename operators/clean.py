@@ -128,14 +128,17 @@ def _strip_invisible(text: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _prefix_re(persona_name: str | None) -> re.Pattern[str]:
-    """A leading ``Label:`` prefix for the role labels and *persona_name*, markdown-emphasis aware."""
+    """A leading ``Label:`` prefix for the role labels and *persona_name*, markdown-emphasis aware.
+
+    Anchored by ``match`` at the position it is given (so prefixes are read one after the other).
+    """
     names = set(ROLE_NAMES)
     if persona_name and persona_name.strip():
         names.add(persona_name.strip())
     alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
     name = r"\[?(?:" + alternatives + r")\]?"
     return re.compile(
-        r"\A\s*(?:"
+        r"\s*(?:"
         rf"(?P<e1>{_EMPHASIS}){name}(?P=e1)[ \t]*:"  # **Name**:
         rf"|(?P<e2>{_EMPHASIS}){name}[ \t]*:(?P=e2)"  # **Name:**
         r")(?=\s|\Z)\s*",
@@ -146,9 +149,11 @@ def _prefix_re(persona_name: str | None) -> re.Pattern[str]:
 def _strip_prefixes(text: str, persona_name: str | None) -> str:
     """Remove leading role/persona prefixes (repeatedly: ``Assistant: Alice: hi`` -> ``hi``)."""
     prefix = _prefix_re(persona_name)
-    while match := prefix.match(text):
-        text = text[match.end() :]
-    return text
+    # One slice at the end, not one per prefix (``Assistant: Assistant: …`` is quadratic that way).
+    pos = 0
+    while (match := prefix.match(text, pos)) and match.end() > pos:
+        pos = match.end()
+    return text[pos:] if pos else text
 
 
 def _placeholders(text: str, count: int) -> list[str]:

@@ -163,7 +163,8 @@ def opening(quoted: bool, head: str, reopen: str) -> str:
     return (QUOTE if quoted and not head.startswith(">>>") else "") + reopen
 
 
-_CLOSE_AT_END: Final = re.compile(r"\n(`{3,}|~{3,})\Z")
+_CLOSE_LINE: Final = re.compile(r"\n(`{3,}|~{3,})")
+_RUN: Final = {"`": re.compile("`*"), "~": re.compile("~*")}
 
 
 def join(first: str, second: str) -> str:
@@ -176,12 +177,18 @@ def join(first: str, second: str) -> str:
     line break and a fence run at the very end of *first*, and *second* starting
     with a fence line of the same character.
     """
-    close = _CLOSE_AT_END.search(first)
+    # Only the last line of *first* and the first line of *second* are read: coalescing
+    # joins pieces one after another, so reading (or copying) either whole would be quadratic.
+    if not first.endswith(("```", "~~~")):
+        return first + second
+    last_line = first.rfind("\n")
+    close = _CLOSE_LINE.fullmatch(first, last_line) if last_line >= 0 else None
     if close is None:
         return first + second
     marker = close.group(1)
     at = len(QUOTE) if second.startswith(QUOTE) else 0
-    run = len(second) - len(second[at:].lstrip(marker[0])) - at
+    found = _RUN[marker[0]].match(second, at)
+    run = found.end() - at if found is not None else 0
     line_end = second.find("\n", at)
     if (run == len(marker) or run == 3) and line_end > at and marker[0] not in second[at + run : line_end]:
         return first[: close.start()] + second[line_end + 1 :]

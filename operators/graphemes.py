@@ -43,7 +43,7 @@ def _hangul(c: str) -> str:
     return ""
 
 
-def is_grapheme_boundary(text: str, i: int) -> bool:
+def is_grapheme_boundary(text: str, i: int, lo: int = 0) -> bool:
     """Whether a cut between ``text[i - 1]`` and ``text[i]`` keeps every grapheme cluster whole.
 
     A compact form of the Unicode rules (UAX #29) that matter for chat text:
@@ -52,6 +52,11 @@ def is_grapheme_boundary(text: str, i: int) -> bool:
     ZWJ sequences; a space after one may still be cut), regional-indicator
     pairs (flags) and Hangul syllable sequences. The ends of the text are
     boundaries.
+
+    Regional indicators pair up from the start of their run, or from *lo* when the
+    run starts before it: a splitter passes the start of the message it cuts (itself
+    a boundary), so a long run of flags is not re-read from its start for every
+    message.
     """
     if i <= 0 or i >= len(text):
         return True
@@ -68,7 +73,7 @@ def is_grapheme_boundary(text: str, i: int) -> bool:
     if _is_ri(a) and _is_ri(b):
         run = 0
         j = i - 1
-        while j >= 0 and _is_ri(text[j]):
+        while j >= lo and _is_ri(text[j]):
             run += 1
             j -= 1
         return run % 2 == 0

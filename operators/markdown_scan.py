@@ -71,7 +71,7 @@ cut is taken and how it is repaired in ``rxcord.operators.cut_policy``.
 
 from __future__ import annotations
 
-__all__ = ("MarkdownScanner",)
+__all__ = ("SCAN_SLICE", "MarkdownScanner")
 
 import re
 from typing import Final
@@ -80,6 +80,10 @@ import attrs
 from rxcord.operators.graphemes import is_extend
 from rxcord.operators.md_cuts import Cut, CutList, Fence, FenceSpan, Level
 from rxcord.operators.md_tables import TableSpan
+
+SCAN_SLICE: Final = 2048
+"""The most text a consumer hands the scanner at once (the flusher, the splitter): a huge delta or
+segment is scanned in slices, so no single step holds the loop for long (the cut points are the same)."""
 
 # ---------------------------------------------------------------------------------------------------------
 # Characters
@@ -102,6 +106,8 @@ _MARKER_START: Final = frozenset("-*+>#0123456789`~")
 """First characters of line-start markdown (bullets, quotes, headings, numbered items, fences)."""
 _LOOK_MAX: Final = 12
 _OL_PREFIX_RE: Final = re.compile(r"\d{1,9}[.)]?")
+_HEAD_SHORT: Final = 16
+"""A line start longer than this is classified from its last characters (``_classify_long``)."""
 
 # Line kinds.
 _HEAD: Final = 0
@@ -197,7 +203,8 @@ class MarkdownScanner:
     _kind: int = _HEAD
     _line_start: int = 0
     _head_ws: list[str] = attrs.field(factory=list)
-    _head: str = ""
+    _head: list[str] = attrs.field(factory=list)
+    """The buffered start of the line (its characters: a long one grows without copying)."""
     _line: list[str] = attrs.field(factory=list)
     _content_start: int = 0
     _seen: bool = False
@@ -280,8 +287,9 @@ class MarkdownScanner:
         """Whether a character fed next (not a backtick) would be inside code (fenced or inline)."""
         if self.fence is not None or self._kind == _OPEN_CAND:
             return True
-        if self._kind == _HEAD and self._head:
-            head = self._head
+        if self._kind == _HEAD and self._head and len(self._head) <= 3:
+            # (Outside a block, a run of three fence characters decides the line at once.)
+            head = "".join(self._head)
             if head[0] in "`~" and _run_len(head, head[0]) == len(head):
                 if len(head) >= 3:
                     return True
@@ -348,7 +356,7 @@ class MarkdownScanner:
             if not self._head and c.isspace():
                 self._head_ws.append(c)
             else:
-                self._head += c
+                self._head.append(c)
                 kind = self._classify(complete=False)
                 if kind >= 0:
                     self._start_line(kind)
@@ -358,7 +366,9 @@ class MarkdownScanner:
 
     def _classify(self, *, complete: bool) -> int:
         """The kind of the current line from its start, or -1 while undecided."""
-        s = self._head
+        if len(self._head) > _HEAD_SHORT:
+            return self._classify_long(complete=complete)
+        s = "".join(self._head)
         fence = self.fence
         if fence is not None:
             if not s:
@@ -407,12 +417,42 @@ class MarkdownScanner:
             return -1 if not complete and ">>>".startswith(s) else _PLAIN
         return _PLAIN
 
+    def _classify_long(self, *, complete: bool) -> int:
+        """``_classify`` for a head longer than ``_HEAD_SHORT``, in constant time.
+
+        Only two heads stay undecided that long, and the last character decides
+        each: inside a block, a run of fence characters shorter than the fence;
+        outside, ``>>>`` and whitespace (then at most two fence characters).
+        Joining and re-reading the whole head at every character would make a
+        long one quadratic.
+        """
+        head = self._head
+        fence = self.fence
+        if fence is not None:
+            if head[-1] != fence.char:
+                return _CODE
+            if len(head) >= fence.length:
+                return _CLOSE_CAND
+            return _CODE if complete else -1
+        # What follows the whitespace after `>>>`: before this character it was at most two
+        # fence characters, so it lies in the last four characters.
+        rest = "".join(head[-4:]).lstrip(" \t")
+        if not rest:
+            return _QUOTE if complete else -1
+        if rest[0] in "`~":
+            run = _run_len(rest, rest[0])
+            if run >= 3:
+                return _OPEN_CAND
+            if run == len(rest) and not complete:
+                return -1
+        return _QUOTE
+
     def _start_line(self, kind: int) -> None:
         start = self._line_start
         ws = "".join(self._head_ws)
-        head = self._head
+        head = "".join(self._head)
         self._head_ws.clear()
-        self._head = ""
+        self._head.clear()
         if kind == _CODE:
             if start > self._content_start:
                 self.cuts.add(start, start, Level.LINE, self.fence)
@@ -538,11 +578,17 @@ class MarkdownScanner:
 
     def _feed_inline(self, text: str, i: int, n: int) -> int:
         """Scan a prose line from ``text[i]``; return after its line break or at the end of *text*."""
+        # Where the quiet span that holds ``i`` ends: every position inside a span of
+        # ``_QUIET_SPAN`` characters has the same end, so it is matched once per span, not
+        # again after every word the quiet path stops at (``0 1 2 …`` would be quadratic).
+        quiet_end = -1
         while i < n:
             if self.quiet_path and self.quiet:
-                span = _QUIET_SPAN.match(text, i, n)
-                if span is not None:
-                    j = self._feed_quiet(text, i, span.end())
+                if i >= quiet_end:
+                    span = _QUIET_SPAN.match(text, i, n)
+                    quiet_end = i if span is None else span.end()
+                if quiet_end > i:
+                    j = self._feed_quiet(text, i, quiet_end)
                     if j > i:
                         i = j
                         continue

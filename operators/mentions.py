@@ -78,11 +78,16 @@ def resolve_mentions(text: str, resolver: MentionResolver | None) -> tuple[str, 
     ids: list[str] = []
     pos = 0
     base = 0
+    # Mentions come in text order and the spans are sorted and disjoint: one pointer walks
+    # the spans (testing every span at every ``@`` would be quadratic).
+    k = 0
     for piece, is_code in split_code(text):
         if not is_code:
             for match in _AT_MENTION.finditer(piece):
                 start = base + match.start()
-                if any(s <= start < e for s, e in skip):
+                while k < len(skip) and skip[k][1] <= start:
+                    k += 1
+                if k < len(skip) and skip[k][0] <= start:
                     continue
                 found = _resolve(match.group(1), resolver)
                 if found is None:

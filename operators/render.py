@@ -196,11 +196,20 @@ def _ends_sentence(text: str, ws_start: int, ws_end: int, protected: _Protected)
         return False
     if len(word) == 1 and word.isalpha() and word.isupper() and word != "I":
         return False  # an initial: "J. Smith"
-    if word.isdigit():
-        line_start = text.rfind("\n", 0, word_start) + 1
-        if not text[line_start:word_start].strip(" \t"):
-            return False  # an ordered-list marker: "1. Step"
-    return True
+    # An ordered-list marker ("1. Step") does not end a sentence.
+    return not (word.isdigit() and _at_line_start(text, word_start))
+
+
+def _at_line_start(text: str, i: int) -> bool:
+    """Whether only spaces and tabs stand between the start of its line and ``text[i]``.
+
+    Read backwards only to the first other character: ``1. 1. 1. …`` on one line would
+    otherwise re-read the line for every number.
+    """
+    j = i
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    return j == 0 or text[j - 1] == "\n"
 
 
 def split_sentences(text: str) -> list[str]:

@@ -66,7 +66,7 @@ from rxcord.operators.cut_policy import (
     table_header,
 )
 from rxcord.operators.graphemes import is_grapheme_boundary
-from rxcord.operators.markdown_scan import MarkdownScanner
+from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
 from rxcord.operators.md_cuts import Cut, FenceSpan
 from rxcord.operators.md_tokens import token_spans
 
@@ -130,7 +130,8 @@ length, not across a blank line (spans holding other backtick runs are left alon
 
 def _scan(body: str) -> MarkdownScanner:
     scanner = MarkdownScanner()
-    scanner.feed(body)
+    for i in range(0, len(body), SCAN_SLICE):
+        scanner.feed(body[i : i + SCAN_SLICE])
     scanner.finish()
     return scanner
 
@@ -176,7 +177,17 @@ def _skip_space(text: str, i: int) -> int:
 class _Splitter:
     """One run of the greedy splitter over a scanned text."""
 
-    __slots__ = ("_body", "_cuts", "_fence_starts", "_fences", "_limit", "_scanner", "_spans")
+    __slots__ = (
+        "_body",
+        "_close_ends",
+        "_cuts",
+        "_fence_starts",
+        "_fences",
+        "_headers",
+        "_limit",
+        "_scanner",
+        "_spans",
+    )
 
     def __init__(self, body: str, limit: int, scanner: MarkdownScanner) -> None:
         self._body = body
@@ -186,6 +197,10 @@ class _Splitter:
         self._fences = scanner.fences
         self._fence_starts = [span.start for span in scanner.fences]
         self._spans = token_spans(body, scanner.fences)
+        # Per fenced block (by index), read once: a long line must not be re-read for every
+        # message or every cut point (that would be quadratic in the line).
+        self._close_ends: dict[int, int] = {}
+        self._headers: dict[int, str] = {}
 
     def split(self) -> list[str]:
         body, limit = self._body, self._limit
@@ -229,20 +244,26 @@ class _Splitter:
         span = self._fence_at(start + budget)
         if span is None or span.content_start >= half or cut.start > span.start:
             return False
-        # Only when the block's first line cannot fit a message of its own either.
+        # Only when the block's first line cannot fit a message of its own either (looked
+        # for only as far as such a message reaches).
         body = self._body
-        line_end = body.find("\n", span.content_start)
-        line_end = len(body) if line_end < 0 else line_end
-        return line_end - span.start + len(span.fence.close) > budget
+        reach = span.start + budget - len(span.fence.close)
+        return body.find("\n", span.content_start, reach + 1) < 0 and reach < len(body)
 
     def _header(self, at: int, fence: Fence) -> str:
         """The table header a reopened block repeats (``table_header``), for a cut at *at*."""
-        span = self._span_at(at)
-        return table_header(self._body, span.content_start, fence) if span is not None else ""
+        k = self._span_index(at)
+        return self._header_of(k, fence) if k >= 0 else ""
 
-    def _span_at(self, i: int) -> FenceSpan | None:
-        k = bisect.bisect_right(self._fence_starts, i) - 1
-        return self._fences[k] if k >= 0 else None
+    def _header_of(self, k: int, fence: Fence) -> str:
+        """``table_header`` of the block at index *k*, read once."""
+        header = self._headers.get(k)
+        if header is None:
+            header = self._headers[k] = table_header(self._body, self._fences[k].content_start, fence)
+        return header
+
+    def _span_index(self, i: int) -> int:
+        return bisect.bisect_right(self._fence_starts, i) - 1
 
     def _choose(self, start: int, budget: int) -> Cut | None:
         """The best cut point for a message whose text starts at *start*, or ``None``."""
@@ -269,11 +290,11 @@ class _Splitter:
 
     def _in_header(self, end: int, start: int, fence: Fence) -> bool:
         """Whether a cut at *end* would leave a table block's piece with nothing under its header."""
-        span = self._span_at(end)
-        if span is None or span.start < start:
+        k = self._span_index(end)
+        if k < 0 or self._fences[k].start < start:
             return False
-        header = table_header(self._body, span.content_start, fence)
-        return bool(header) and end <= span.content_start + len(header)
+        header = self._header_of(k, fence)
+        return bool(header) and end <= self._fences[k].content_start + len(header)
 
     def _inside_token(self, end: int, start: int) -> bool:
         """Whether the text between *end* and *start* lies inside a token span."""
@@ -282,14 +303,17 @@ class _Splitter:
         return k >= 0 and spans[k][0] < start and spans[k][1] > end
 
     def _fence_at(self, i: int) -> FenceSpan | None:
-        k = bisect.bisect_right(self._fence_starts, i) - 1
+        k = self._span_index(i)
         if k < 0:
             return None
         span = self._fences[k]
         if span.end is None:
             return span
-        close_end = self._body.find("\n", span.end)
-        return span if i < (len(self._body) if close_end < 0 else close_end) else None
+        close_end = self._close_ends.get(k)
+        if close_end is None:
+            found = self._body.find("\n", span.end)
+            close_end = self._close_ends[k] = len(self._body) if found < 0 else found
+        return span if i < close_end else None
 
     def _hard_cut(self, start: int, budget: int) -> tuple[int, Fence | None]:
         """Where to cut when no cut point fits: as late as possible, on a grapheme boundary."""
@@ -307,8 +331,11 @@ class _Splitter:
             elif span.start > start:
                 cut = span.start
         floor = start + 1
+        # The whitespace run after the cut, skipped once: moving the cut back inside it keeps
+        # its end (re-skipping a long run at every step would be quadratic).
+        space_from = space_to = -1
         while True:
-            while cut > floor and not is_grapheme_boundary(body, cut):
+            while cut > floor and not is_grapheme_boundary(body, cut, start):
                 cut -= 1
             if fence is None:
                 spans = self._spans
@@ -319,22 +346,34 @@ class _Splitter:
                 break
             if fence is not None:
                 # Inside a block, the line cut in two must not read as its closing line in either piece.
-                if not _closes(body, cut, fence):
+                if not _closes(body, cut, fence, start, start + budget + self._limit):
                     break
             else:
                 # A fence run from the middle of a line would open a block in the next message.
-                following = _skip_space(body, cut)
+                if space_from < cut or not _all_space(body, cut, space_from):
+                    space_to = _skip_space(body, cut)
+                space_from = cut
+                following = space_to
                 if body[following - 1] == "\n" or not _FENCE_RUN.match(body, following):
                     break
             cut -= 1
         return cut, fence
 
 
-def _closes(body: str, cut: int, fence: Fence) -> bool:
-    """Whether cutting the line at *cut* (inside *fence*) leaves a closing fence line on either side."""
-    line_start = body.rfind("\n", 0, cut) + 1
-    line_end = body.find("\n", cut)
-    for part in (body[line_start:cut], body[cut : len(body) if line_end < 0 else line_end]):
+def _all_space(body: str, a: int, b: int) -> bool:
+    """Whether ``body[a:b]`` is whitespace (the cut moved back by ``b - a`` characters)."""
+    return all(body[i].isspace() for i in range(a, b))
+
+
+def _closes(body: str, cut: int, fence: Fence, lo: int, hi: int) -> bool:
+    """Whether cutting the line at *cut* (inside *fence*) leaves a closing fence line on either side.
+
+    The piece before the cut starts at *lo* (on a line of its own, after the reopened fence)
+    and the one after it reaches *hi* at most: only the line parts inside them are read.
+    """
+    line_start = body.rfind("\n", lo, cut) + 1 or lo
+    line_end = body.find("\n", cut, hi)
+    for part in (body[line_start:cut], body[cut : min(len(body), hi) if line_end < 0 else line_end]):
         run = part.strip()
         if len(run) >= fence.length and not run.strip(fence.char):
             return True
