@@ -36,6 +36,9 @@ terminal ``done`` chunk: the final usage is then recorded before control
 passes to the tool loop, and text of the same message always comes first.
 An error is preceded by a ``done`` chunk with the usage reported so far,
 because the orchestrator ends the stream at an error.
+
+A message that ends cleanly (``message_stop``) with no stop reason before it ends
+with ``stop``, noted in ``raw_finish_reason`` (``NO_STOP_REASON``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ __all__ = (
     "ANTHROPIC_THINKING_BUDGETS",
     "ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
+    "NO_STOP_REASON",
     "AnthropicAdapter",
     "AnthropicNormalizer",
     "build_anthropic_body",
@@ -113,7 +117,11 @@ _POLICY: Final = DegradationPolicy(
     ),
 )
 
+NO_STOP_REASON: Final = "(none: ended at message_stop)"
+"""``raw_finish_reason`` of a message that ended cleanly without a stop reason (the result's note)."""
+
 _STOP_REASONS: Final[Mapping[str, FinishReason]] = {
+    NO_STOP_REASON: FinishReason.STOP,
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
     "pause_turn": FinishReason.STOP,
@@ -378,6 +386,10 @@ class AnthropicNormalizer:
     _usage_fields: dict[str, int] = attrs.field(factory=dict, init=False)
     """Last report of each usage field."""
     _usage_sent: Usage | None = attrs.field(default=None, init=False)
+    _started: bool = attrs.field(default=False, init=False)
+    """``message_start`` came: a ``message_stop`` then ends a message (not a stray event)."""
+    _finished: bool = attrs.field(default=False, init=False)
+    """A stop reason (or an error) ended the message: ``message_stop`` adds nothing."""
     _calls: list[FunctionCall] = attrs.field(factory=list, init=False)
     """Completed tool calls held until the message's end."""
 
@@ -399,6 +411,7 @@ class AnthropicNormalizer:
         if kind == "content_block_stop":
             return self._block_stop(data)
         if kind == "message_start":
+            self._started = True
             message = data.get("message")
             if isinstance(message, Mapping):
                 self._report(message.get("usage"))
@@ -410,7 +423,10 @@ class AnthropicNormalizer:
             return self._stop(reason) if isinstance(reason, str) else self._pending_usage()
         if kind == "error":
             return self._fail(classify_stream_error(data, provider=PROVIDER))
-        if kind in ("ping", "message_stop"):
+        if kind == "message_stop":
+            # The end marker with no stop reason before it: a clean end, taken as ``stop`` (noted).
+            return self._stop(NO_STOP_REASON) if self._started and not self._finished else []
+        if kind == "ping":
             return []
         _log.debug("filtered an unknown event {kind}: {data!r:.500}", kind=kind, data=data)
         return []
@@ -511,6 +527,7 @@ class AnthropicNormalizer:
         return []
 
     def _stop(self, reason: str) -> list[ProcessedChunk]:
+        self._finished = True
         finish = _STOP_REASONS.get(reason)
         if finish is None:
             _log.debug("stop reason {reason} taken as a normal stop", reason=reason)
@@ -586,6 +603,7 @@ class AnthropicNormalizer:
         return [ProcessedChunk.done(usage=usage)]
 
     def _fail(self, error: ProviderError) -> list[ProcessedChunk]:
+        self._finished = True
         self._calls.clear()
         return [*self._pending_usage(), ProcessedChunk.fail(error)]
 

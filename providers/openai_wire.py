@@ -53,6 +53,9 @@ report wins). With ``hold_for_usage`` (OpenRouter) the ``done`` chunk and the
 calls are held after ``finish_reason`` until a usage report arrives or the
 stream ends, so a tool call keeps its cost and tokens; otherwise they go out
 at ``finish_reason`` and a later usage report is its own ``done`` chunk.
+A stream that ends cleanly (``[DONE]``) without any ``finish_reason`` ends with
+``stop``, and ``raw_finish_reason`` notes it (``NO_FINISH_REASON``): a clean end is
+a complete answer; an end before ``[DONE]`` is the transport's ``truncated_stream``.
 
 Errors. A chunk-level (or choice-level) ``error`` object, and a
 ``finish_reason`` of ``error``, become an error chunk
@@ -65,6 +68,7 @@ a debug log line.
 from __future__ import annotations
 
 __all__ = (
+    "NO_FINISH_REASON",
     "OPENAI_COMPATIBLE_MANDATORY",
     "OPENAI_COMPATIBLE_REMOVALS",
     "ChatCompletionsAdapter",
@@ -117,6 +121,8 @@ _log = logger.bind(stage="03-normalize")
 _NO_THOUGHTS: Final[list[ThoughtLogEntry]] = []
 """What ``_reasoning`` returns for a delta without reasoning fields (shared: never modified)."""
 
+NO_FINISH_REASON: Final = "(none: ended at [DONE])"
+"""``raw_finish_reason`` of a clean end without a ``finish_reason`` (the result's note)."""
 _RESEND_MIN: Final = 16
 """A resent-content delta must be at least this long to be dropped."""
 _GENERAL_DELTA: Final = ("reasoning_details", "tool_calls", "function_call", "refusal")
@@ -479,6 +485,8 @@ class ChatCompletionsNormalizer:
     """Terminal chunks waiting for usage (``None``: nothing held)."""
     _released: bool = attrs.field(init=False, default=False)
     _failed: bool = attrs.field(init=False, default=False)
+    _output: bool = attrs.field(init=False, default=False)
+    """A chunk came out: a clean end without a finish reason is then a complete answer."""
 
     # -- entry points ------------------------------------------------------
 
@@ -541,6 +549,7 @@ class ChatCompletionsNormalizer:
         shown = content if content and not self._is_resend(content) else ""
         if not shown and not thoughts:
             return []
+        self._output = True
         return [ProcessedChunk.text(shown, thoughts=tuple(thoughts), serving_provider=self._serving)]
 
     def _flat_reasoning(self, delta: dict[str, Any], thoughts: list[ThoughtLogEntry]) -> bool:
@@ -561,12 +570,21 @@ class ChatCompletionsNormalizer:
         return True
 
     def finish(self) -> Sequence[ProcessedChunk]:
-        """The stream ended: emit pending calls, ``done`` with the last usage."""
+        """The stream ended: emit pending calls, ``done`` with the last usage.
+
+        Reached only at a clean end (the transport turns a body that stops before ``[DONE]``
+        into a ``truncated_stream`` error chunk, after which this emits nothing): a stream
+        that sent no ``finish_reason`` then ends with ``stop``, noted in ``raw_finish_reason``.
+        """
         if self._failed:
             return ()
         out = _Out()
         if not self._finish_seen:
             self._finish_seen = True
+            if self._output or self._drafts or self._usage is not None:
+                # Something was recognised (nothing recognised is RecognitionCheck's error).
+                self._finish, self._finish_raw = FinishReason.STOP, NO_FINISH_REASON
+                _log.debug("{provider}: [DONE] without a finish_reason: stop", provider=self.provider)
             self._held = self._terminal(out)
         if not self._released:
             self._release(out)
@@ -890,6 +908,8 @@ class ChatCompletionsNormalizer:
 
     def _close(self, out: _Out) -> list[ProcessedChunk]:
         out.flush()
+        if out.chunks:
+            self._output = True
         serving = self._serving
         if serving is None:
             return out.chunks
