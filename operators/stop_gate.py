@@ -29,6 +29,7 @@ from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.fused import BatchAware
 from rxcord.operators.held_at_stop import held_reasoning
+from rxcord.operators.redact_secrets import tail_at_stop
 
 
 class _Gate:
@@ -52,9 +53,10 @@ class _Gate:
         self.upstream.dispose()
         if signal is not None:
             # What stage 03 had not classified yet is kept as reasoning: never shown, never lost.
-            held = held_reasoning(self.last)
-            if held is not None:
-                self.observer.on_next(held)
+            # The secret guard (the first of stage 03's guards) holds the latest text: its tail last.
+            for held in (held_reasoning(self.last), tail_at_stop(self.last)):
+                if held is not None:
+                    self.observer.on_next(held)
             self.observer.on_next(signal)
         self.observer.on_completed()
 

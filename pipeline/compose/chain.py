@@ -37,6 +37,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 from rxcord.compose.pipeline import Merge, Pipeline, Send, StageContext
 from rxcord.core.config import Guards, StreamConfig
+from rxcord.core.redact import Redactor
 from rxcord.core.state import Delivery, StreamResult, StreamState
 from rxcord.core.types import Batch, ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
 from rxcord.operators.collect_result import collect_result
@@ -135,6 +136,7 @@ def build_chain(
     describe: Callable[[ProviderError], str] | None = None,
     merge: Merge | None = None,
     batched: bool = False,
+    redactor: Redactor | None = None,
 ) -> Observable[StreamResult]:
     """Compose the whole chain for one stream.
 
@@ -155,6 +157,8 @@ def build_chain(
         batched: *source* emits one ``Batch`` of raw chunks per socket read
             (``stream_source(batched=True)``); the stages that take batches get them whole
             (``rxcord.compose.pipeline``), the others one chunk at a time. Same results.
+        redactor: The stream's secrets: stage 03 redacts them in the text, however the
+            deltas cut them (``rxcord.operators.redact_secrets``); ``None``: none known.
 
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
@@ -170,6 +174,7 @@ def build_chain(
         describe=describe,
         guards=guards or Guards(),
         provider=provider,
+        redactor=redactor or Redactor(),
     )
     branch = stages.build_delivery(context, timeline)
     items: Observable[Any] = source

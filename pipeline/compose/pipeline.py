@@ -18,7 +18,8 @@ the timeline, accounting, stops and log context::
 
 Default stages, in order::
 
-    routing:   normalize  think_strip  spill_guard  verbatim_tools   (03; guards as the adapter declares)
+    routing:   normalize  redact_secrets                             (03, whenever a secret is known)
+               think_strip  spill_guard  verbatim_tools              (03; guards as the adapter declares)
                prefill  speaker_guard                                (03, from the stream config)
                idle_timeout  stop_gate  accumulate                   (04)
     delivery:  flush (05)  clean (06)  typing (04)  deliver (07)
@@ -52,8 +53,10 @@ from typing import Any
 
 import attrs
 import reactivex
+from loguru import logger
 from reactivex import Observable, abc
 from rxcord.core.config import Guards, StreamConfig
+from rxcord.core.redact import Redactor
 from rxcord.core.state import Delivery, Segment, StreamState, TypingPulse
 from rxcord.core.types import ChunkNormalizer, DeliveryMode, Operator, ProviderError, StopSignal
 from rxcord.operators.accumulate import accumulate
@@ -63,6 +66,7 @@ from rxcord.operators.fused import Fusable, TransducerFactory, accepts_batches, 
 from rxcord.operators.idle_timeout import idle_timeout
 from rxcord.operators.normalize import normalize
 from rxcord.operators.prefill import prefill
+from rxcord.operators.redact_secrets import redact_secrets
 from rxcord.operators.speaker_guard import speaker_guard
 from rxcord.operators.spill_guard import spill_guard
 from rxcord.operators.stop_gate import stop_gate
@@ -102,6 +106,8 @@ class StageContext:
     """The stage 03 guards the adapter declared."""
     provider: str = ""
     """Provider name."""
+    redactor: Redactor = attrs.field(default=Redactor(), repr=False)
+    """The stream's secrets (``rxcord.compose.run.stream_redactor``): ``redact_secrets`` replaces them."""
 
 
 StageBuild = Callable[[StageContext], Operator[Any, Any] | None]
@@ -146,6 +152,9 @@ def _deliver(context: StageContext) -> Operator[Any, Any]:
 
 ROUTING_STAGES: tuple[Stage, ...] = (
     Stage("normalize", lambda c: normalize(c.normalizer)),
+    # First of the guards: the others classify redacted text, so none can cut a secret in two
+    # (a spill boundary inside a token) or hold one to surface at a stop.
+    Stage("redact_secrets", lambda c: redact_secrets(c.redactor) if c.redactor else None),
     # The guards note what they hold on each chunk: a graceful stop keeps it as reasoning.
     Stage(
         "think_strip",
@@ -173,7 +182,7 @@ DELIVERY_STAGES: tuple[Stage, ...] = (
 )
 """Stages 05-07, orchestrator states to Discord deliveries."""
 
-_STAGE03 = frozenset({"normalize", "think_strip", "spill_guard", "verbatim_tools"})
+_STAGE03 = frozenset({"normalize", "think_strip", "spill_guard", "verbatim_tools", "redact_secrets"})
 """The normalizer and the guards: the timeline's ``03 normalize`` lane records after the last of them."""
 
 
@@ -241,6 +250,11 @@ class Pipeline:
 
         *batched*: the source emits ``Batch`` es of raw chunks (see the module docstring).
         """
+        if context.redactor and "redact_secrets" not in self.names:
+            # The opt-out is removing the stage: never silent, since the secrets then reach Discord.
+            logger.bind(stage="03-redact").warning(
+                "secrets in the text stream are not redacted: the pipeline has no 'redact_secrets' stage"
+            )
         taps: dict[str, Operator[Any, Any]] = {}
         if timeline is not None:
             taps[_last_of_stage03(self.routing)] = timeline.chunk_tap()
@@ -323,12 +337,16 @@ def _compose(
 
 
 def stage03(
-    adapter: ProviderAdapter, config: StreamConfig | None = None, pipeline: Pipeline | None = None
+    adapter: ProviderAdapter,
+    config: StreamConfig | None = None,
+    pipeline: Pipeline | None = None,
+    redactor: Redactor | None = None,
 ) -> TransducerFactory:
     """Stage 03 of *pipeline* for *adapter* (normalizer and guards, fused) as a plain transducer.
 
     Feed it ``RawStreamChunk`` s and finish it, with no Rx and no clock: what the chain's
-    stage 03 emits, for tests, notebooks and offline inspection of a capture.
+    stage 03 emits, for tests, notebooks and offline inspection of a capture. *redactor*:
+    the stream's secrets (``redact_secrets`` runs when it holds any).
 
     Raises:
         ValueError: A stage 03 stage of *pipeline* is not fusable (a user operator).
@@ -342,6 +360,7 @@ def stage03(
         send=lambda _item: reactivex.empty(),
         guards=adapter.guards,
         provider=adapter.name,
+        redactor=redactor or Redactor(),
     )
     fusables: list[Fusable] = []
     for stage in stages:

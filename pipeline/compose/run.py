@@ -139,6 +139,7 @@ def build_stream(
         pipeline=job.pipeline,
         timeline=timeline,
         batched=True,
+        redactor=redactor,  # the text stream too: a key echoed across deltas or \u-escaped
     )
 
 

@@ -36,6 +36,7 @@ from tests.providers.test_openai_wire import raws, sse_events
 
 DEFAULT_NAMES = (
     "normalize",
+    "redact_secrets",
     "think_strip",
     "spill_guard",
     "verbatim_tools",

@@ -1,0 +1,158 @@
+r"""Redact the stream's secrets in the text of stage 03, however the deltas cut them.
+
+The transport redacts the configured secrets in the bytes it reads (``rxcord.core.redact``),
+event by event. A secret echoed by the model can still reach the decoded text: written with
+JSON ``\u`` escapes (``\u0073k-...`` decodes to ``sk-...``), or cut across two deltas (two
+events, each clean on its own). This guard comes right after the normalizer, before the
+other text guards, so they classify redacted text (none can cut a secret into a visible and a
+reasoning half, as a spill boundary inside a bot token would) and nothing leaves stage 03
+with a secret in it:
+
+- the visible text and the reasoning text (raw and summary thoughts, read as one text, the
+  way ``StreamResult.reasoning`` joins them) each go through a ``SecretHoldback``: text that
+  may still be the start of a secret is held until the next delta decides it, every
+  occurrence is replaced by ``[redacted]``;
+- a tool call's arguments and an error chunk's error are complete values: redacted whole
+  (``Redactor.value``, ``Redactor.error``); so are the calls the verbatim parser reads
+  from text that was redacted first.
+
+A thought entry whose text is all held stays, empty (a chunk carrying reasoning arms the
+spill guard, whatever the cut). Held text is released just before a non-text chunk (a call,
+an error or ``done`` ends the stream at the orchestrator) and at completion. At a graceful
+stop the stop gate releases it (``tail_at_stop``), following ``rxcord.operators.held_at_stop``:
+each chunk this guard lets pass notes what it still holds after it (``TAIL``, only while it
+holds something, already redacted), and the stop gate emits it as reasoning after what the
+later guards hold: like their held text it was never classified, so it is never shown as the
+answer. It is at most a possible start of a secret, rarely more than a few characters.
+
+The stage is in the pipeline whenever the stream knows a secret (``StageContext.redactor``);
+it costs one C-speed search per delta when no secret can start in it.
+
+.. marble::
+    -a------b---------|      a="key sk-live-1"  b="2345678 ok"   (secret "sk-live-12345678")
+    [ redact_secrets(Redactor.of("sk-live-12345678")) ]
+    -A------B---------|      A="key "  B="[redacted] ok"
+"""
+
+from __future__ import annotations
+
+__all__ = ("NAME", "TAIL", "redact_secrets", "tail_at_stop")
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+from rxcord.core.redact import Redactor, SecretHoldback
+from rxcord.core.types import ChunkType, ProcessedChunk, ThoughtKind, ThoughtLogEntry
+from rxcord.operators.fused import Fusable
+
+NAME: Final = "redact_secrets"
+"""The stage's name in the pipeline (removing it is the opt-out: ``rxcord.compose.pipeline``)."""
+
+TAIL: Final = "rxcord.secret_tail"
+"""Metadata key: ``(visible, reasoning)`` this guard holds after the chunk, redacted."""
+
+_TEXT_THOUGHTS: Final = frozenset({ThoughtKind.RAW, ThoughtKind.SUMMARY})
+
+
+def redact_secrets(redactor: Redactor) -> Fusable:
+    """Replace *redactor*'s secrets in every chunk of stage 03 (see the module docstring).
+
+    Returns:
+        A fusable operator on processed chunks; a fresh pair of holdbacks per subscription.
+    """
+
+    def make() -> _Redacting:
+        return _Redacting(redactor)
+
+    return Fusable(make, NAME)
+
+
+def tail_at_stop(chunk: ProcessedChunk | None) -> ProcessedChunk | None:
+    """The reasoning chunk a graceful stop releases for what this guard held after *chunk*.
+
+    ``None``: nothing held. The reasoning's tail first, then the text's (the text's follows
+    what the later guards hold, which the stop gate emits just before).
+    """
+    if chunk is None:
+        return None
+    tail = chunk.metadata.get(TAIL)
+    if not tail:
+        return None
+    visible, reasoning = tail
+    return ProcessedChunk.text("", thoughts=(*_reasoning_entry(reasoning), *_reasoning_entry(visible)))
+
+
+def _reasoning_entry(text: str) -> tuple[ThoughtLogEntry, ...]:
+    return (ThoughtLogEntry(kind=ThoughtKind.RAW, text=text),) if text else ()
+
+
+class _Redacting:
+    """One stream's transducer: the two holdbacks and the provider released text is attributed to."""
+
+    __slots__ = ("_reasoning", "_redactor", "_serving", "_visible")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._visible: SecretHoldback = redactor.holdback()
+        self._reasoning: SecretHoldback = redactor.holdback()
+        self._serving: str | None = None
+
+    def feed(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
+        if chunk.type is ChunkType.TEXT:
+            return (self._text(chunk),)
+        return (*self._release(), self._whole(chunk))
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        return self._release()
+
+    def _text(self, chunk: ProcessedChunk) -> ProcessedChunk:
+        if chunk.serving_provider is not None:
+            self._serving = chunk.serving_provider
+        content = self._visible.feed(chunk.content) if chunk.content else chunk.content
+        thoughts = self._thoughts(chunk.thoughts) if chunk.thoughts else chunk.thoughts
+        metadata = self._metadata(chunk.metadata)
+        if content is chunk.content and thoughts is chunk.thoughts and metadata is chunk.metadata:
+            return chunk
+        return attrs.evolve(chunk, content=content, thoughts=thoughts, metadata=metadata)
+
+    def _thoughts(self, entries: tuple[ThoughtLogEntry, ...]) -> tuple[ThoughtLogEntry, ...]:
+        kept: list[ThoughtLogEntry] = []
+        changed = False
+        for entry in entries:
+            if entry.kind in _TEXT_THOUGHTS and entry.text:
+                text = self._reasoning.feed(entry.text)
+                if text is not entry.text:
+                    changed = True
+                    entry = attrs.evolve(entry, text=text)  # noqa: PLW2901 - the entry, redacted
+            kept.append(entry)
+        return tuple(kept) if changed else entries
+
+    def _metadata(self, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+        visible, reasoning = self._visible.holding(), self._reasoning.holding()
+        return {**metadata, TAIL: (visible, reasoning)} if visible or reasoning else metadata
+
+    def _whole(self, chunk: ProcessedChunk) -> ProcessedChunk:
+        """A non-text chunk, its complete values redacted (itself when they hold no secret)."""
+        redactor = self._redactor
+        if chunk.thoughts and any(redactor.contains(entry.text) for entry in chunk.thoughts):
+            thoughts = tuple(attrs.evolve(entry, text=redactor.text(entry.text)) for entry in chunk.thoughts)
+            chunk = attrs.evolve(chunk, thoughts=thoughts)
+        if chunk.error is not None:
+            error = redactor.error(chunk.error)
+            if error is not chunk.error:
+                chunk = attrs.evolve(chunk, error=error)
+        call = chunk.function_call
+        if call is not None:
+            # The replayed fields too (``reasoning_content``): the result keeps them.
+            args, replay = redactor.value(call.args), redactor.value(call.replay)
+            if args != call.args or replay != call.replay:
+                chunk = attrs.evolve(chunk, function_call=attrs.evolve(call, args=args, replay=replay))
+        return chunk
+
+    def _release(self) -> tuple[ProcessedChunk, ...]:
+        visible, reasoning = self._visible.finish(), self._reasoning.finish()
+        if not visible and not reasoning:
+            return ()
+        thoughts = _reasoning_entry(reasoning)
+        return (ProcessedChunk.text(visible, thoughts=thoughts, serving_provider=self._serving),)
