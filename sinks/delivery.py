@@ -10,7 +10,9 @@ at a time, with the humanizer's pacing as timers on the injected scheduler
 It is the only place that turns sink failures into internal stops:
 403 missing access -> ``missing_access``, 404 unknown channel ->
 ``channel_deleted``, the per-turn message cap -> ``send_message_limit``.
-After such a stop nothing more is sent.
+After such a stop nothing more is sent. A message whose 429 budget ran out
+(``RateLimitError`` with ``budget_spent``) ends the stream with that error, after
+one error notice ("Rate limited") through the same, still usable, route.
 
 With a ``Timeline`` it records each typing call, each message (from the
 start of the request to Discord's answer, rate-limit waits included),
@@ -35,17 +37,20 @@ from reactivex.subject import Subject
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse
-from rxcord.core.types import DeliveryMode, SegmentKind, StopKind, StopSignal
+from rxcord.core.types import DeliveryMode, ErrorType, ProviderError, SegmentKind, StopKind, StopSignal
 from rxcord.operators.aio import from_coro
 from rxcord.operators.cut_policy import join
+from rxcord.operators.flush import error_embed
 from rxcord.operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
 from rxcord.operators.timeline import DELIVERY, Timeline
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.persona import reply_jump_link, webhook_username
+from rxcord.sinks.ratelimit import RateLimitError
 from rxcord.sinks.split_message import split_message
 
 _log = logger.bind(stage="07-delivery")
 
+_RATE_LIMIT_NOTICE = "Discord kept rate limiting this reply, so the rest of it was not sent."
 _TYPING_SECONDS_PER_CHAR = 0.015
 _TYPING_CAP = 4.0
 
@@ -244,11 +249,29 @@ class DiscordDelivery:
                 )
             self._stop(exc.stop_kind)
             return None
+        except RateLimitError as exc:
+            if exc.budget_spent:  # the route is closed only briefly: the user learns why the reply stops
+                await self._rate_limit_notice()
+            raise
         self.delivered += 1
         if start is not None and timeline is not None:
             detail = f"message {self.delivered}: {len(payload.get('content') or '')} chars"
             timeline.record(DELIVERY, "send", detail, t=start, duration=timeline.now() - start)
         return sent
+
+    async def _rate_limit_notice(self) -> None:
+        """The error notice after a message spent its 429 budget (best effort; the stream still fails)."""
+        if self.config.suppress_user_errors:
+            return
+        error = ProviderError(
+            type=ErrorType.RATE_LIMIT, message=_RATE_LIMIT_NOTICE, retryable=False, status=429
+        )
+        for payload in self.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error))):
+            try:
+                await self.sink.create_message(self.context, payload)
+            except Exception as exc:  # the RateLimitError ends the stream either way
+                _log.warning("rate-limit notice not delivered: {error}", error=type(exc).__name__)
+                return
 
     def _stop(self, kind: StopKind) -> None:
         if self.stopped is not None:

@@ -82,6 +82,19 @@ it), and the bucket (or every route, for a global 429) stays closed for the
 asked time, capped at ``MAX_BLOCK`` (one hour); later sends meeting that closed
 gate fail at once with ``RateLimitError`` instead of sending.
 
+**The 429 budget.** How long one request (one ``acquire``: the message and all its
+retries) may spend waiting out 429s is a budget of time, not a count of tries:
+``retry_budget`` seconds in total (default 30 s), each 429 charged the delay it asked
+for and at least ``MIN_RETRY_CHARGE`` (0.1 s, so a storm of zero-delay 429s ends too:
+at most 300 tries on the default budget). The first ``min_retries`` 429s (default 3) are
+always waited out (each still bounded by ``max_retry_after``), so a small budget does not
+fail a request on its first long-but-allowed delay. A 429 whose wait would take the total
+past the budget is not slept: ``Slot.update`` raises ``RateLimitError`` with
+``budget_spent=True`` at once. The bucket is then closed only for that last delay, so
+the route is still usable: the delivery posts its error notice through it
+(``rxcord.sinks.delivery``). Twenty-five 429s of 0.02 s are thus half a second of a
+30 s budget and the message goes through; a storm of 5 s delays fails at its seventh.
+
 **Body-less 429s.** A 429 whose body is not JSON (a Cloudflare page, an empty
 body) comes from Discord's edge, not from a bucket: it closes the gate for
 *every* route for its ``Retry-After`` and is retried. A 429 with no usable
@@ -125,7 +138,9 @@ from __future__ import annotations
 
 __all__ = (
     "DEFAULT_GLOBAL_METER",
+    "DEFAULT_RETRY_BUDGET",
     "MAX_BLOCK",
+    "MIN_RETRY_CHARGE",
     "BucketStore",
     "GlobalMeter",
     "Grant",
@@ -160,6 +175,12 @@ _EPSILON: Final = 1e-9
 
 MAX_BLOCK: Final = 3600.0
 """The longest a 429 closes a bucket or every route, whatever delay it asked for (seconds)."""
+
+DEFAULT_RETRY_BUDGET: Final = 30.0
+"""Seconds of 429 delays one request may wait out in total (see "The 429 budget")."""
+
+MIN_RETRY_CHARGE: Final = 0.1
+"""The least one 429 is charged against the budget, so zero-delay 429s cannot retry forever."""
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -225,12 +246,14 @@ def retry_seconds(value: Any) -> float | None:
 
 @attrs.define(auto_exc=True, slots=False)
 class RateLimitError(DiscordError):
-    """A 429 that must not be waited out: a Cloudflare ban, or a delay above the limiter's maximum."""
+    """A 429 that must not be waited out: a ban, a delay above the maximum, or the 429 budget spent."""
 
     retry_after: float | None = None
     """The delay Discord asked for (``None`` when the response gave none, as in a ban)."""
     is_global: bool = False
     """Whether every route is closed (a global 429 or a ban), not only this bucket."""
+    budget_spent: bool = False
+    """The request's 429 budget ran out; the route is closed only for ``retry_after`` (still usable)."""
 
 
 @attrs.define(auto_exc=True, slots=False)
@@ -351,7 +374,17 @@ class _Bucket:
 class Slot:
     """The right to send one request (and its retries) through one bucket; see ``RateLimiter.acquire``."""
 
-    __slots__ = ("_bucket", "_discovered", "_expected", "_grant", "_limiter", "_pending", "_route")
+    __slots__ = (
+        "_bucket",
+        "_discovered",
+        "_expected",
+        "_grant",
+        "_limited",
+        "_limiter",
+        "_pending",
+        "_route",
+        "_spent",
+    )
 
     def __init__(self, limiter: RateLimiter, route: Route, bucket: _Bucket) -> None:
         self._limiter = limiter
@@ -362,6 +395,10 @@ class Slot:
         self._expected = False
         """Whether the last send went out with the bucket's limits known (a slot was expected)."""
         self._pending: asyncio.Task[None] | None = None
+        self._limited = 0
+        """429s this request met (its retries after a 429)."""
+        self._spent = 0.0
+        """Seconds of 429 delays charged against the budget (see "The 429 budget")."""
 
     @property
     def route(self) -> Route:
@@ -437,7 +474,8 @@ class Slot:
             ``None`` for anything but a 429; a ``RateLimited`` for a 429 that should be retried.
 
         Raises:
-            RateLimitError: a 429 without a usable delay (a ban) or one too long to wait.
+            RateLimitError: a 429 without a usable delay (a ban), one too long to wait, or one
+                whose wait would pass the request's 429 budget (``budget_spent``).
         """
         limiter = self._limiter
         try:
@@ -448,10 +486,13 @@ class Slot:
             pause = exc.retry_after if exc.retry_after is not None else limiter.ban_pause
             self._pending = limiter.store.learn(self, headers, pause, exc.is_global)
             raise
-        if verdict is not None:
-            self._pending = limiter.store.learn(self, headers, verdict.retry_after, verdict.is_global)
-        else:
+        if verdict is None:
             self._pending = limiter.store.learn(self, headers, None, False)
+            return None
+        self._pending = limiter.store.learn(self, headers, verdict.retry_after, verdict.is_global)
+        self._limited += 1
+        self._spent += max(verdict.retry_after, MIN_RETRY_CHARGE)
+        limiter.check_retry_budget(self._route, self._limited, self._spent, verdict)
         return verdict
 
     async def settle(self) -> None:
@@ -607,6 +648,8 @@ class RateLimiter:
         ban_pause: Seconds every route stays closed after a 429 without any usable delay (a ban).
         sliding: Treat buckets as sliding windows (one slot per ``reset_after / limit``)
             unless detected as fixed.
+        retry_budget: Seconds of 429 delays one request may wait out in total (see "The 429 budget").
+        min_retries: 429s of one request always waited out, whatever the budget.
         on_wait: Called with the route and the delay before every wait (timelines, metrics).
     """
 
@@ -620,6 +663,8 @@ class RateLimiter:
         "_invalid_window",
         "_max_invalid",
         "_max_retry_after",
+        "_min_retries",
+        "_retry_budget",
         "_sleep",
         "_sliding",
         "_store",
@@ -640,6 +685,8 @@ class RateLimiter:
         max_retry_after: float = 60.0,
         ban_pause: float = 300.0,
         sliding: bool = True,
+        retry_budget: float = DEFAULT_RETRY_BUDGET,
+        min_retries: int = 3,
         on_wait: WaitHook | None = None,
     ) -> None:
         self._clock: Clock = clock or _loop_time
@@ -654,6 +701,8 @@ class RateLimiter:
         self._max_retry_after = max_retry_after
         self._ban_pause = min(ban_pause, MAX_BLOCK)
         self._sliding = sliding
+        self._retry_budget = retry_budget
+        self._min_retries = min_retries
         self.on_wait = on_wait
         """Called with the route and the delay before every wait; may be set at any time."""
         self._hashes: dict[str, str] = {}
@@ -759,6 +808,36 @@ class RateLimiter:
                 ),
                 retry_after=block,
             )
+
+    def check_retry_budget(self, route: Route, tries: int, spent: float, verdict: RateLimited) -> None:
+        """Raise ``RateLimitError`` (``budget_spent``) if waiting *verdict* would pass the 429 budget.
+
+        Args:
+            route: The request's route (for the message).
+            tries: 429s the request met, this one included.
+            spent: Seconds charged, this 429's delay included.
+            verdict: This 429's verdict.
+        """
+        if tries <= self._min_retries or spent <= self._retry_budget + _EPSILON:
+            return
+        _log.error(
+            "{route}: still rate limited after {tries} 429s; waiting {wait:.3f} s more would pass "
+            "the {budget:.0f} s budget",
+            route=route.key,
+            tries=tries,
+            wait=verdict.retry_after,
+            budget=self._retry_budget,
+        )
+        raise RateLimitError(
+            status=429,
+            message=(
+                f"{route.key} still rate limited after {tries} tries: waiting {verdict.retry_after:.3f} s "
+                f"more would pass the {self._retry_budget:.0f} s budget of 429 waits"
+            ),
+            retry_after=verdict.retry_after,
+            is_global=verdict.is_global,
+            budget_spent=True,
+        )
 
     def pause_globally(self, seconds: float) -> None:
         """Close every route for ``seconds`` (a global 429 learnt elsewhere, e.g. by another process)."""

@@ -8,7 +8,9 @@ exception or a status code, only ``SentMessage`` values and the
 Policy, from the project's Discord delivery facts (``shared/reference/discord-delivery-facts.md``) §6 and §9:
 
 * **429** is the rate limiter's business (``rxcord.sinks.ratelimit``): it waits what
-  Discord asks and the request is retried, holding the bucket so order holds.
+  Discord asks and the request is retried, holding the bucket so order holds, until the
+  request's 429 budget (seconds of waits, not a count of tries: "The 429 budget" there)
+  is spent; then ``RateLimitError`` (``budget_spent``).
 * **5xx and connection errors** are retried ``max_retries`` times with capped
   exponential backoff plus jitter (``Backoff``; the jitter's random source is
   seedable). A channel message carries a ``nonce`` with ``enforce_nonce: true``
@@ -81,7 +83,7 @@ from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookErr
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.sinks.persona import webhook_username
-from rxcord.sinks.ratelimit import RateLimiter, RateLimitError, Route, webhook_major
+from rxcord.sinks.ratelimit import RateLimiter, Route, webhook_major
 
 _log = logger.bind(stage="07-rest")
 
@@ -226,7 +228,6 @@ class RestSink:
         backoff: Delay policy between those retries.
         seed: Seed of the jitter's random source (``None``: unpredictable).
         sleep: Awaitable sleep used for backoff (tests inject a recorder).
-        max_rate_limit_retries: 429s tolerated per message before giving up.
         timeout: Total seconds per HTTP attempt.
         max_body: Bytes of a response body kept, after decompression; more is not read.
     """
@@ -237,7 +238,6 @@ class RestSink:
         "_dead_webhooks",
         "_limiter",
         "_max_body",
-        "_max_rate_limit_retries",
         "_max_retries",
         "_owns_session",
         "_rejected",
@@ -259,7 +259,6 @@ class RestSink:
         backoff: Backoff = Backoff(),
         seed: int | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
-        max_rate_limit_retries: int = 10,
         timeout: float = 30.0,
         max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
@@ -272,7 +271,6 @@ class RestSink:
         self._backoff = backoff
         self._rng = random.Random(seed)
         self._sleep = sleep or asyncio.sleep
-        self._max_rate_limit_retries = max_rate_limit_retries
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._max_body = max_body
         self._dead_webhooks: set[str] = set()
@@ -502,7 +500,6 @@ class RestSink:
         if bot:
             self._check_token(route)
         failures = 0
-        limited = 0
         where = route.major[0] if route.major else ""
         async with self._limiter.acquire(route) as slot:
             while True:
@@ -524,12 +521,7 @@ class RestSink:
                     continue
                 _log.debug("{route} ({where}) -> {status}", route=route.key, where=where, status=status)
                 if slot.update(status, headers, body) is not None:
-                    limited += 1
-                    if limited > self._max_rate_limit_retries:
-                        raise RateLimitError(
-                            status=429, message=f"{route.key} still rate limited after {limited} tries"
-                        )
-                    continue
+                    continue  # the slot waits before the next try; it raises once the 429 budget is spent
                 if status == 401 and bot:
                     self._rejected = True
                     _log.error(
