@@ -48,6 +48,7 @@ __all__ = (
     "RequestHook",
     "begin_provider_request",
     "current_usage_context",
+    "denial_translator_registered",
     "find_denial",
     "register_denial_translator",
     "register_request_hook",
@@ -113,7 +114,16 @@ class ProviderRequestDeniedError(RxcordError):
     reason: str = "the provider request was denied"
     """Log text (never provider prose for the user)."""
     defer_notice: bool = False
-    """Leave the notice to the retry owner instead of posting it before fallback completes."""
+    """Leave the notice to the retry owner instead of posting it before fallback completes.
+
+    The stream that met the denial posts nothing; the turn runner (the retry owner) goes on
+    with its fallback and posts the notice once the fallback completed: the fallback wording
+    (``render(fallback_notice=True)``) when another candidate answered, the plain one when
+    none did. Without it the denial's notice is posted at once and the turn ends there.
+    """
+    key_exhausted: bool = False
+    """The refusal is about the key the request used (it is out of credit), not about its owner:
+    the turn runner tries the next key, then the next model, as for a 402."""
 
     def __str__(self) -> str:
         return self.reason
@@ -166,6 +176,11 @@ _translators: _Slot[DenialTranslator] = _Slot()
 def register_denial_translator(translator: DenialTranslator) -> Callable[[], None]:
     """Register *translator*; the returned disposer unregisters it (idempotent, any order)."""
     return _translators.register(translator)
+
+
+def denial_translator_registered() -> bool:
+    """Whether a translator is registered (without one, no provider failure is translated)."""
+    return _translators.current is not None
 
 
 class _Omitted:

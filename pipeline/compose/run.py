@@ -3,6 +3,12 @@
 This is the one awaitable entry point. It injects the ``AsyncIOScheduler``
 once (through ``rxcord.operators.aio.drain``), binds a stream id and the channel to
 every log line, and makes sure the stream's stop handle is released.
+
+Denials are checked before generic handling (``rxcord.compose.notices``, the rule
+``run_turn`` uses too): a request hook's refusal posts the denial's notice, and with a
+denial translator registered the chain holds its error notice until it ended, so a
+failure translated into a denial shows the denial's notice, not the provider's words;
+a denial that says ``defer_notice`` posts nothing (its retry owner will).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from loguru import logger
 from reactivex import Observable
 from rxcord.compose.accounting import abandon, begin_hold, denied_result, model_of, settle
 from rxcord.compose.chain import build_chain
+from rxcord.compose.notices import post_notice, stream_notice
 from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import Guards, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
@@ -31,7 +38,7 @@ from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
 from rxcord.providers.base import HttpRequest, ProviderAdapter
-from rxcord.providers.hooks import ProviderRequestDeniedError
+from rxcord.providers.hooks import ProviderRequestDeniedError, denial_translator_registered
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
@@ -186,9 +193,15 @@ async def run_stream(
             try:
                 hold = begin_hold(job.adapter.name, job.request)
             except ProviderRequestDeniedError as denial:
-                return denied_result(denial)
+                return await _with_notice(job, denied_result(denial))
             counters = stats if stats is not None else TransportStats()
-            chain = build_stream(job, handle, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline)
+            # Denials first: with a translator registered any failure may be one, so the chain
+            # posts no notice and the one rule (rxcord.compose.notices) decides once it ended.
+            held = denial_translator_registered() and not job.config.defer_notice
+            run_job = attrs.evolve(job, config=attrs.evolve(job.config, defer_notice=True)) if held else job
+            chain = build_stream(
+                run_job, handle, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline
+            )
             try:
                 results = await drain(chain)
             except DiscordError as exc:
@@ -208,6 +221,8 @@ async def run_stream(
                 provider=job.adapter.name,
                 model=model_of(job.request),
             )
+            if held:
+                result = await _with_notice(job, result)
             logger.bind(stage="04-run").info(
                 "stream end: {status} after {chunks} chunks, {messages} messages",
                 status=result.status.value,
@@ -218,6 +233,29 @@ async def run_stream(
     finally:
         if registry is not None:
             registry.close(handle)
+
+
+async def _with_notice(job: StreamJob, result: StreamResult) -> StreamResult:
+    """*result*, with the notice the one rule gives its error posted (``rxcord.compose.notices``)."""
+    if result.error is None:
+        return result
+    redactor = stream_redactor(job)
+    describe = _redacted_describe(job.adapter.describe_error, redactor)
+    embed = stream_notice(result.error, job.config, describe)
+    if embed is None:
+        return result
+    try:
+        sent = await post_notice(
+            embed,
+            sink=job.sink,
+            context=job.context,
+            config=job.config,
+            resolver=job.resolver,
+            redact=redactor.text,
+        )
+    except DiscordError as exc:
+        raise attrs.evolve(exc, message=redactor.text(exc.message)) from None
+    return attrs.evolve(result, messages=(*result.messages, *sent))
 
 
 def _sends_prefill(adapter: ProviderAdapter, request: ChatRequest) -> bool:

@@ -3,14 +3,28 @@
 ``run_turn`` streams a reply and, when the model calls a tool, runs the
 caller's handler, appends the call and its result (with the provider's
 replay fields) to the context and streams again, up to ``max_rounds``
-(the tool loop). Each stream goes through the fallback loop:
+(the tool loop). Each stream goes through the fallback loop, over candidates
+ordered "every key of the first model, then the next model" (``fallback_order``).
+Before anything reached Discord, a failed attempt is judged, denials first:
 
-* on a **retryable** ``ProviderError`` before anything reached Discord, try
-  the next candidate: the caller orders candidates "next API key, then next
-  fallback model" (``fallback_order`` builds that order);
-* once delivery began, never restart (the user would see the answer twice);
-* error notices are deferred to the runner (``StreamConfig.defer_notice``),
-  so a user sees one clear notice for the turn, not one per attempt.
+* a **denial** of the request's owner (``rxcord.compose.notices.owned_denial``) ends the
+  turn with its notice, unless it says ``key_exhausted`` (treated as a key failure, below)
+  or ``defer_notice`` (the fallback goes on; the notice is posted once it completed, in
+  its fallback wording when another candidate answered);
+* a **key failure** (HTTP 401, 402 or 403 that is not a content block, an OpenRouter
+  ``limit_source``, a denial that says ``key_exhausted``) moves to the next candidate and
+  puts the key in the cooldown (``KeyCooldown``): every later candidate with that key is
+  skipped (so the next key is tried, then the next model), in this turn and, with a
+  cooldown shared across turns, until it ends (``DEFAULT_KEY_COOLDOWN``);
+* any other **retryable** error (429, 5xx, timeouts, a truncated stream) moves to the
+  next candidate, the key not cooled (a rate limit passes by itself);
+* anything else (400, a model error, a content block) ends the turn.
+
+When every candidate's key is cooling at the start of a turn, they are tried anyway (a
+key may have been topped up; a bot never goes silent because all its keys failed once).
+Once delivery began, never restart (the user would see the answer twice). Error
+notices are deferred to the runner (``StreamConfig.defer_notice``), so a user sees one
+clear notice for the turn, not one per attempt.
 
 Usage is reported once per completed response through the request-bound
 usage callback (``rxcord.providers.usage.with_usage_callback``; the usage reporter
@@ -22,30 +36,43 @@ metrics hooks registered with ``register_turn_usage_hook``.
 
 from __future__ import annotations
 
-__all__ = ("Candidate", "ToolHandler", "TurnResult", "fallback_order", "run_turn")
+__all__ = (
+    "DEFAULT_KEY_COOLDOWN",
+    "Attempt",
+    "Candidate",
+    "KeyCooldown",
+    "ToolHandler",
+    "TurnResult",
+    "fallback_order",
+    "key_failure",
+    "run_turn",
+)
 
+import enum
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 import attrs
 from loguru import logger
+from rxcord.compose.notices import denial_embed, notice_embed, owned_denial, post_notice
 from rxcord.compose.pipeline import Pipeline
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.redact import Redactor
 from rxcord.core.request import ChatRequest, Message, Role, TextPart
-from rxcord.core.state import Segment, StreamResult
+from rxcord.core.state import StreamResult
 from rxcord.core.stops import StopRegistry
-from rxcord.core.types import FunctionCall, ProviderError, SegmentKind, StreamStatus, Usage
-from rxcord.operators.flush import error_embed
+from rxcord.core.types import ErrorType, FunctionCall, ProviderError, StreamStatus, Usage
 from rxcord.operators.mentions import MentionResolver
 from rxcord.providers.base import ProviderAdapter
-from rxcord.providers.hooks import current_usage_context, find_denial
+from rxcord.providers.errors import provider_limit
+from rxcord.providers.hooks import ProviderRequestDeniedError
 from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import TurnUsageSample, record_turn_usage, sum_turn_usage, turn_usage_sample
 from rxcord.sinks.base import DiscordSink
-from rxcord.sinks.delivery import DiscordDelivery
 
 _log = logger.bind(stage="turn")
 
@@ -87,6 +114,80 @@ def fallback_order(
     ]
 
 
+DEFAULT_KEY_COOLDOWN: Final = 300.0
+"""Seconds a key that failed for itself is skipped: long enough not to spend a request of
+every turn on a revoked or empty key, short enough that a topped-up key is back soon."""
+
+_KEY_STATUSES: Final = frozenset({401, 402, 403})
+"""Refusals of the key itself (unauthenticated, out of credit, forbidden): another key may pass."""
+
+
+def _frozen_clock() -> float:
+    return 0.0
+
+
+def _fingerprint(key: str) -> str:
+    # The cooldown never holds the key itself (reprs, dumps): a digest identifies it.
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+@attrs.define
+class KeyCooldown:
+    """Keys that failed for themselves, skipped by the turn runner until their cooldown ends.
+
+    Share one across turns (a bot's) to stop spending a request of every turn on a revoked
+    or empty key. The clock is injected (``time.monotonic`` or the event loop's ``time`` in
+    a bot, a fake in tests); nothing here reads a wall clock.
+    """
+
+    clock: Callable[[], float]
+    """Seconds, monotonic."""
+    seconds: float = DEFAULT_KEY_COOLDOWN
+    _until: dict[str, float] = attrs.field(factory=dict, init=False, repr=False)
+
+    @classmethod
+    def for_turn(cls) -> KeyCooldown:
+        """A cooldown whose time stands still: a failed key is skipped for the rest of one turn."""
+        return cls(clock=_frozen_clock)
+
+    def cool(self, key: str | None) -> None:
+        """Skip *key* for ``seconds`` from now (no key: nothing to skip)."""
+        if key:
+            self._until[_fingerprint(key)] = self.clock() + self.seconds
+
+    def cooling(self, key: str | None) -> bool:
+        """Whether *key* is skipped now (an ended cooldown is forgotten)."""
+        if not key:
+            return False
+        fingerprint = _fingerprint(key)
+        until = self._until.get(fingerprint)
+        if until is None:
+            return False
+        if self.clock() >= until:
+            del self._until[fingerprint]
+            return False
+        return True
+
+
+def key_failure(error: ProviderError, denial: ProviderRequestDeniedError | None = None) -> bool:
+    """Whether *error* is about the key the request used, so that another key may succeed.
+
+    HTTP 401, 402 and 403 (an SSE error's numeric ``code`` stands in for a status), an
+    OpenRouter ``limit_source`` (the key's credits, cap or in-flight budget), or a denial
+    that says ``key_exhausted``. A content block is never one (OpenRouter's moderation 403:
+    every key gets the same verdict), nor a denial of the owner.
+    """
+    if denial is not None:
+        return denial.key_exhausted
+    if error.type is ErrorType.CONTENT_BLOCKED:
+        return False
+    status = error.status if error.status is not None else error.code
+    if isinstance(status, int) and not isinstance(status, bool) and status in _KEY_STATUSES:
+        return True
+    limit = provider_limit(error)
+    return limit is not None and limit.limit_source is not None
+
+
 @attrs.frozen(kw_only=True)
 class Attempt:
     """One stream attempt of the turn."""
@@ -94,6 +195,8 @@ class Attempt:
     label: str
     status: StreamStatus
     error: ProviderError | None = None
+    denial: ProviderRequestDeniedError | None = attrs.field(default=None, repr=False)
+    """The owner's denial behind *error*, checked first (``rxcord.compose.notices``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -127,6 +230,7 @@ async def run_turn(
     resolver: MentionResolver | None = None,
     pipeline: Pipeline | None = None,
     secrets: Sequence[str] = (),
+    cooldown: KeyCooldown | None = None,
 ) -> TurnResult:
     """Answer one user message: fallback across candidates, tool loop, one notice on failure.
 
@@ -145,6 +249,8 @@ async def run_turn(
         pipeline: The chain's stages for every stream of the turn (``Pipeline.default()``: ``None``).
         secrets: More values to redact (a bot token), besides every candidate's key and the
             webhook token (``rxcord.compose.run.stream_redactor``).
+        cooldown: Where keys that failed for themselves wait (share one across turns);
+            ``None``: they are skipped for the rest of this turn only.
     """
     if not candidates:
         raise ValueError("run_turn needs at least one candidate")
@@ -160,6 +266,7 @@ async def run_turn(
         resolver=resolver,
         pipeline=pipeline,
         secrets=(*secrets, *(c.api_key for c in candidates if c.api_key)),
+        cooldown=cooldown or KeyCooldown.for_turn(),
     )
     attempts: list[Attempt] = []
     results: list[StreamResult] = []
@@ -180,8 +287,14 @@ async def run_turn(
     last = next((c for c in candidates if c.label == attempts[-1].label), candidates[-1])
     record_turn_usage(_turn_sample(last, results))
     notice = False
-    if result.status is StreamStatus.ERROR and result.error is not None and not cfg.suppress_user_errors:
-        notice = await _post_notice(result.error, env, last.adapter.describe_error)
+    embed = None if cfg.suppress_user_errors else _turn_notice(result, attempts, last.adapter.describe_error)
+    if embed is not None:
+        redact = Redactor.of(*env.secrets, ctx.webhook_token).text
+        notice = bool(
+            await post_notice(
+                embed, sink=sink, context=ctx, config=env.config, resolver=resolver, redact=redact
+            )
+        )
     return TurnResult(
         result=result,
         results=tuple(results),
@@ -220,19 +333,28 @@ class _Env:
     resolver: MentionResolver | None
     pipeline: Pipeline | None = None
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
+    cooldown: KeyCooldown = attrs.field(factory=KeyCooldown.for_turn)
 
 
 async def _with_fallback(
     candidates: Sequence[Candidate], request: ChatRequest, env: _Env, attempts: list[Attempt]
 ) -> StreamResult:
+    cooldown = env.cooldown
+    # Every key cooling: try them anyway, skipping only the keys that fail again in this turn.
+    anyway = all(cooldown.cooling(c.api_key) for c in candidates)
+    failed: set[str] = set()
     result: StreamResult | None = None
-    for index, candidate in enumerate(candidates):
+    for candidate in candidates:
+        key = candidate.api_key
+        if cooldown.cooling(key) and (not anyway or (key is not None and key in failed)):
+            _log.info("skipping {label}: its key is cooling down", label=candidate.label)
+            continue
         result = await stream_to_discord(
             candidate.adapter,
             attrs.evolve(request, model=candidate.model),
             sink=env.sink,
             base_url=candidate.base_url,
-            api_key=candidate.api_key,
+            api_key=key,
             context=env.context,
             config=env.config,
             transport=env.transport,
@@ -242,29 +364,44 @@ async def _with_fallback(
             pipeline=env.pipeline,
             secrets=env.secrets,
         )
-        attempts.append(Attempt(label=candidate.label, status=result.status, error=result.error))
         error = result.error
-        # Denials are checked first: a refused owner must not be retried on another key.
-        denied = error is not None and find_denial(error, current_usage_context()) is not None
-        retry = (
-            result.status is StreamStatus.ERROR
-            and error is not None
-            and not denied
-            and error.retryable
-            and not result.messages
-            and index + 1 < len(candidates)
-        )
-        if not retry:
+        denial = owned_denial(error) if result.status is StreamStatus.ERROR else None
+        attempts.append(Attempt(label=candidate.label, status=result.status, error=error, denial=denial))
+        step = _next_step(result, denial)
+        if step is _Step.END:
             return result
         assert error is not None
+        if step is _Step.NEXT_KEY:
+            cooldown.cool(key)
+            if key is not None:
+                failed.add(key)
         _log.warning(
-            "attempt {label} failed before delivery ({kind}); trying {next}",
+            "attempt {label} failed before delivery ({kind}); trying the next candidate",
             label=candidate.label,
             kind=error.type.value,
-            next=candidates[index + 1].label,
         )
-    assert result is not None
+    if result is None:  # unreachable: with every key cooling, all are tried
+        raise RuntimeError("no candidate was tried")
     return result
+
+
+class _Step(enum.Enum):
+    END = "end"
+    NEXT = "next"
+    NEXT_KEY = "next_key"
+    """The key failed for itself: the next candidate, and the key cooled."""
+
+
+def _next_step(result: StreamResult, denial: ProviderRequestDeniedError | None) -> _Step:
+    """What the fallback loop does after *result* (denials first; see the module docstring)."""
+    error = result.error
+    if result.status is not StreamStatus.ERROR or error is None or result.messages:
+        return _Step.END  # an answer, a stop, or delivery began: never restart
+    if key_failure(error, denial):
+        return _Step.NEXT_KEY
+    if denial is not None:
+        return _Step.NEXT if denial.defer_notice else _Step.END
+    return _Step.NEXT if error.retryable else _Step.END
 
 
 async def _tool_messages(result: StreamResult, handler: ToolHandler) -> list[Message]:
@@ -287,14 +424,19 @@ async def _tool_messages(result: StreamResult, handler: ToolHandler) -> list[Mes
     return out
 
 
-async def _post_notice(error: ProviderError, env: _Env, describe: Callable[[ProviderError], str]) -> bool:
-    delivery = DiscordDelivery(sink=env.sink, context=env.context, config=env.config, resolver=env.resolver)
-    denial = find_denial(error, current_usage_context())
-    embed = error_embed(error, describe)
-    if denial is not None:
-        copy = denial.render()
-        embed = {"title": copy.title_key, "description": copy.description[:4096], "color": embed.get("color")}
-    payloads = delivery.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=embed))
-    for payload in payloads:
-        await env.sink.create_message(env.context, payload)
-    return bool(payloads)
+def _turn_notice(
+    result: StreamResult, attempts: Sequence[Attempt], describe: Callable[[ProviderError], str]
+) -> dict[str, Any] | None:
+    """The turn's one notice: the final failure's (its denial's first), or a deferred denial's.
+
+    A turn that failed after a denial let the fallback go on shows that denial's notice (the
+    refusal is why the turn failed, not the fallback's own error). A turn that was answered
+    after a ``defer_notice`` denial shows the denial's fallback notice.
+    """
+    passed = [a.denial for a in attempts if a.denial is not None]
+    if result.status is StreamStatus.ERROR and result.error is not None:
+        last = attempts[-1].denial if attempts else None
+        denial = last or (passed[0] if passed else None)
+        return notice_embed(result.error, describe, denial=denial)
+    deferred = [denial for denial in passed if denial.defer_notice]
+    return denial_embed(deferred[0], fallback_notice=True) if deferred else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -11,12 +12,16 @@ from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode, FunctionCall, StreamStatus, Usage
 from rxcord.io.replay import ReplayServer
 from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import with_usage_callback
 from rxcord.sinks.memory import MemorySink
 
 SSE = "text/event-stream"
 JSON = "application/json"
 REQUEST = ChatRequest(model="primary", messages=(Message.user("hi"),))
+LOCAL = TransportConfig(allow_private_network=True)
+"""The test servers listen on 127.0.0.1, which a base-URL override is otherwise refused."""
+_turn = functools.partial(run_turn, transport=LOCAL)
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> str:
@@ -49,7 +54,13 @@ def _tool_call() -> bytes:
 
 
 RATE_LIMITED = (429, JSON, json.dumps({"error": {"message": "Rate limit reached"}}).encode())
-UNAUTHORIZED = (401, JSON, json.dumps({"error": {"message": "Invalid key"}}).encode())
+BAD_REQUEST = (
+    400,
+    JSON,
+    json.dumps(
+        {"error": {"message": "'messages' must not be empty", "type": "invalid_request_error"}}
+    ).encode(),
+)
 
 
 def _candidates(server: ReplayServer, n: int) -> list[Candidate]:
@@ -62,7 +73,7 @@ async def test_retryable_error_before_delivery_tries_next_key() -> None:
     """A 429 on the first key falls back to the second; the user sees one answer, no notice."""
     sink = MemorySink()
     async with ReplayServer(body=b"", responses=[RATE_LIMITED, (200, SSE, _answer("Hello!"))]) as server:
-        turn = await run_turn(_candidates(server, 2), REQUEST, sink=sink)
+        turn = await _turn(_candidates(server, 2), REQUEST, sink=sink)
     assert turn.result.status is StreamStatus.COMPLETED
     assert [a.status for a in turn.attempts] == [StreamStatus.ERROR, StreamStatus.COMPLETED]
     assert sink.contents() == ["Hello!"] and not turn.notice_sent
@@ -80,17 +91,17 @@ async def test_exhausted_fallbacks_post_one_notice() -> None:
     """When every candidate fails, the user sees exactly one error notice for the turn."""
     sink = MemorySink()
     async with ReplayServer(body=b"", responses=[RATE_LIMITED]) as server:
-        turn = await run_turn(_candidates(server, 3), REQUEST, sink=sink)
+        turn = await _turn(_candidates(server, 3), REQUEST, sink=sink)
     assert len(turn.attempts) == 3 and turn.result.status is StreamStatus.ERROR
     payloads = sink.payloads()
     assert len(payloads) == 1 and payloads[0]["embeds"] and turn.notice_sent
 
 
 async def test_non_retryable_error_does_not_fall_back() -> None:
-    """A 401 is not retryable: no fallback, one notice."""
+    """A 400 about the request is not retryable and not about the key: no fallback, one notice."""
     sink = MemorySink()
-    async with ReplayServer(body=b"", responses=[UNAUTHORIZED, (200, SSE, _answer("never"))]) as server:
-        turn = await run_turn(_candidates(server, 2), REQUEST, sink=sink)
+    async with ReplayServer(body=b"", responses=[BAD_REQUEST, (200, SSE, _answer("never"))]) as server:
+        turn = await _turn(_candidates(server, 2), REQUEST, sink=sink)
     assert len(turn.attempts) == 1 and len(server.requests) == 1
     assert len(sink.payloads()) == 1 and "never" not in json.dumps(sink.payloads())
 
@@ -106,7 +117,7 @@ async def test_no_restart_once_delivery_began() -> None:
     async with ReplayServer(
         body=b"", responses=[(200, SSE, partial.encode()), (200, SSE, _answer("again"))], pace=0.05
     ) as server:
-        turn = await run_turn(_candidates(server, 2), REQUEST, sink=sink, config=config)
+        turn = await _turn(_candidates(server, 2), REQUEST, sink=sink, config=config)
     assert len(turn.attempts) == 1
     assert "again" not in json.dumps(sink.payloads())
     assert sink.contents()[0].startswith("First paragraph.")
@@ -124,7 +135,7 @@ async def test_tool_loop_runs_handler_and_streams_again() -> None:
     async with ReplayServer(
         body=b"", responses=[(200, SSE, _tool_call()), (200, SSE, _answer("It is 42."))]
     ) as server:
-        turn = await run_turn(_candidates(server, 1), REQUEST, sink=sink, tool_handler=handler)
+        turn = await _turn(_candidates(server, 1), REQUEST, sink=sink, tool_handler=handler)
     assert [c.name for c in calls] == ["lookup"] and calls[0].args == {"q": "x"}
     assert turn.result.status is StreamStatus.COMPLETED and sink.contents() == ["It is 42."]
     second = server.requests[1].body["messages"]
@@ -141,7 +152,7 @@ async def test_tool_loop_is_bounded() -> None:
         return "again"
 
     async with ReplayServer(body=b"", responses=[(200, SSE, _tool_call())]) as server:
-        turn = await run_turn(
+        turn = await _turn(
             _candidates(server, 1), REQUEST, sink=MemorySink(), tool_handler=handler, max_rounds=2
         )
     assert len(turn.results) == 3 and turn.result.status is StreamStatus.FUNCTION_CALL
@@ -158,7 +169,7 @@ async def test_usage_reported_once_per_response_and_summed() -> None:
         body=b"", responses=[(200, SSE, _tool_call()), (200, SSE, _answer("done", 20))]
     ) as server:
         with with_usage_callback(seen.append):
-            turn = await run_turn(
+            turn = await _turn(
                 _candidates(server, 1),
                 REQUEST,
                 sink=MemorySink(),
@@ -197,7 +208,7 @@ async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None
     try:
         async with ReplayServer(body=b"", responses=[spent, (200, SSE, _answer("no"))]) as server:
             with with_usage_context(owner):
-                turn = await run_turn(_candidates(server, 2), REQUEST, sink=sink)
+                turn = await _turn(_candidates(server, 2), REQUEST, sink=sink)
     finally:
         dispose()
     assert len(turn.attempts) == 1
@@ -226,7 +237,7 @@ async def test_request_hook_hold_settled_and_denial_before_send() -> None:
     dispose = register_request_hook(hook)
     try:
         async with ReplayServer(body=_answer("fine")) as server:
-            await run_turn(_candidates(server, 1), REQUEST, sink=MemorySink())
+            await _turn(_candidates(server, 1), REQUEST, sink=MemorySink())
     finally:
         dispose()
     assert events == [("begin", "/chat/completions"), ("release", True)]
@@ -237,7 +248,7 @@ async def test_request_hook_hold_settled_and_denial_before_send() -> None:
     dispose = register_request_hook(refuse)
     try:
         async with ReplayServer(body=_answer("never")) as server:
-            turn = await run_turn(_candidates(server, 2), REQUEST, sink=MemorySink())
+            turn = await _turn(_candidates(server, 2), REQUEST, sink=MemorySink())
     finally:
         dispose()
     assert server.requests == [] and turn.result.error is not None
