@@ -14,6 +14,7 @@ import attrs
 from bench import cost as costs
 from bench import stages as stages_mod
 from bench.discord import DeliveryResult
+from bench.linear import PROSE, LinearResult
 from bench.live import Capacity, FirstMessageResult, LagResult, LatencyResult
 from bench.live_split import LiveSplit
 from bench.stages import LOGIC_03_07, StageTimes
@@ -532,6 +533,53 @@ class Report:
         self.sections.append("\n".join(lines))
         self.stage_times = times
         _ = LOGIC_03_07
+
+    def linear(self, result: LinearResult) -> None:
+        """Figure 6: one long line of each adversarial shape through the splitter and the flusher."""
+        figure = "6 (linear scanning)"
+        line = f"{result.size / 1e6:g} MB line" if result.size >= 100_000 else f"{result.size:,}-char line"
+        shapes = [name for name in result.times if name != PROSE]
+        for index, part in enumerate(("splitter", "flusher")):
+            worst = max(shapes, key=lambda name: result.ratio(name)[index])
+            self.rows.append(
+                Row(
+                    figure,
+                    f"{part}: slowest shape / prose, {line}",
+                    f"{result.ratio(worst)[index]:.1f}x ({worst})",
+                )
+            )
+        growth = {
+            (name, part): result.growth(name)[i]
+            for name in result.times
+            for i, part in enumerate(("splitter", "flusher"))
+        }
+        (name, part), worst_growth = max(growth.items(), key=lambda item: item[1])
+        self.rows.append(
+            Row(
+                figure,
+                "time for the line / for a quarter of it, worst shape",
+                f"{worst_growth:.1f}x ({part}, {name})",
+                "<= 6x (4x is linear, 16x quadratic)",
+                ok=worst_growth <= 6.0,
+                why=lambda part=part, name=name: f"{part} on {name} grew {worst_growth:.1f}x for 4x the text",
+            )
+        )
+        lines = [
+            f"One line of each shape ({result.size:,} characters; the flusher live, fed 64-character "
+            "deltas), CPU ms per 1,000 characters, the best of the runs, against plain prose in the same "
+            f"run, and the time for the line against a quarter of it ({result.size // 4:,} characters):",
+            "",
+            "| shape | splitter ms/KB | x prose | x for 4x | flusher ms/KB | x prose | x for 4x |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for name in result.times:
+            (split_kb, flush_kb), (split_x, flush_x) = result.per_kb(name), result.ratio(name)
+            split_g, flush_g = result.growth(name)
+            lines.append(
+                f"| {name} | {split_kb:.3f} | {split_x:.1f} | {split_g:.1f} "
+                f"| {flush_kb:.3f} | {flush_x:.1f} | {flush_g:.1f} |"
+            )
+        self.sections.append("\n".join(lines))
 
     # -- output --------------------------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ import attrs
 from rxcord.sinks.emulator import EmulatorConfig
 from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
-from bench import cost, discord, live, live_split, stages
+from bench import cost, discord, linear, live, live_split, stages
 from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
 from bench.peer import LiteLLMPeer
 from bench.report import Report
@@ -73,6 +73,8 @@ class Config:
     capacity_ladder: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 600, 800, 1000)
     """Stream counts tried for the streams one process carries at ``lag_rate`` (p99 lag < 50 ms)."""
     capacity_chunks: int = 300
+    linear_size: int = 1_000_000
+    """Figure 6: characters of each adversarial line."""
 
     @classmethod
     def full(cls, runs: int) -> Config:
@@ -118,6 +120,7 @@ class Config:
             first_message=(2, 60, 10.0),
             capacity_ladder=(2, 4),
             capacity_chunks=60,
+            linear_size=16_000,
         )
 
     def specs(self) -> list[CaptureSpec]:
@@ -286,6 +289,10 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
             per_channel=config.per_channel,
         )
         report.delivery(no_margin, headline=False)
+    if 6 in only:
+        report.progress(f"figure 6: one {config.linear_size:,}-character line of each adversarial shape")
+        # Pure CPU on one thread: two runs bound a full run's time (a 1 MB line per shape, twice).
+        report.linear(linear.measure_linear(config.linear_size, runs=min(config.runs, 2)))
 
 
 async def _figures_1_2(
@@ -364,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None, help="measured runs per contender (default 7; 2)")
     parser.add_argument("--captures", default=str(HERE / ".captures"), help="where captures are generated")
     parser.add_argument("--out", default=None, help="results file (default bench/RESULTS.md; quick: none)")
-    parser.add_argument("--only", default="1,2,3,4,5", help="figures to run, e.g. 1,2")
+    parser.add_argument("--only", default="1,2,3,4,5,6", help="figures to run, e.g. 1,2")
     parser.add_argument(
         "--profile",
         action="store_true",

@@ -64,7 +64,7 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "figure" in done.stdout and "measure" in done.stdout and "target" in done.stdout
-    for figure in ("1 (", "2 ", "3 (", "4 (", "5 ("):
+    for figure in ("1 (", "2 ", "3 (", "4 (", "5 (", "6 ("):
         assert f"\n{figure}" in done.stdout, f"no row for figure {figure!r}"
     assert "GC tuned" in done.stdout
     for row in (
@@ -73,6 +73,7 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
         "tracked objects per live stream",
         "live CPU per chunk split: transport alone",
         "(paragraph-heavy)",
+        "splitter: slowest shape / prose",
     ):
         assert row in done.stdout, f"no row {row!r}"
     assert "one batch per read" in out.read_text(encoding="utf-8")

@@ -1,0 +1,111 @@
+"""The splitter is linear on any input: work counted on adversarial lines of n and 8n characters.
+
+Work is counted, never timed (``tests.work.count_work``: bytecode instructions plus the
+characters the splitter's patterns read), so the tests hold on a loaded machine. A
+splitter that re-reads the rest of a line after every word (``0 1 2 3 …`` did) does
+about 64 times the work for 8 times the text; a linear one about 8 times.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rxcord.operators import cut_policy, graphemes, markdown_scan, md_cuts, md_tokens
+from rxcord.operators.cut_policy import is_blank_piece
+from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
+from rxcord.sinks import split_message as split_module
+from rxcord.sinks.split_message import cut_pieces, split_message
+
+from bench.linear import SHAPES
+from tests.sinks.test_split_message import fences_balanced, reconstruct
+from tests.work import count_work
+
+SIZE = 1000
+SCALE = 8
+SLACK = 1.5
+LIMIT = 200
+"""A small limit: many messages per line, so the per-message paths are counted too."""
+MODULES = (split_module, markdown_scan, md_tokens, md_cuts, cut_policy, graphemes)
+
+
+def _work(text: str) -> int:
+    messages: list[str] = []
+    work = count_work(lambda: messages.extend(split_message(text, LIMIT)), *MODULES)
+    assert len(messages) > 1 or "|" in text  # a table is held whole: one message
+    return work
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_the_splitter_is_linear_on_every_shape(name: str) -> None:
+    """8 times the line costs at most 8 * 1.5 times the work, whatever the line is made of."""
+    small = _work(SHAPES[name](SIZE))
+    big = _work(SHAPES[name](SIZE * SCALE))
+    assert big <= small * SCALE * SLACK, f"{name}: work grew {big / small:.1f}x for {SCALE}x the text"
+
+
+def test_the_splitter_hands_the_scanner_bounded_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 100,000-character segment reaches the scanner in slices of at most ``SCAN_SLICE``."""
+    sizes: list[int] = []
+    feed = MarkdownScanner.feed
+
+    def counted(self: MarkdownScanner, text: str) -> None:
+        sizes.append(len(text))
+        feed(self, text)
+
+    monkeypatch.setattr(MarkdownScanner, "feed", counted)
+    messages = split_message(SHAPES["digits 0 1 2"](100_000))
+    assert len(messages) >= 50
+    assert sum(sizes) >= 100_000 - 1 and max(sizes) <= SCAN_SLICE
+
+
+# -- properties over adversarial text --------------------------------------------------------------------
+
+ADVERSARIAL = [
+    "0 1 2 3 ",
+    "- x - x ",
+    "1. 1. 1. ",
+    "* * * ",
+    "*_*_*_",
+    "** ** ",
+    "`",
+    "``",
+    "```",
+    "` a `` b ``` ",
+    "| a | b |",
+    "| a | b |\n",
+    "|---|---|\n",
+    "<<<< ",
+    "< ",
+    "> > ",
+    ">>> ",
+    "   ",
+    "@a <@1 <@12> ",
+    "xxxxxxxxxxxxxxxxxxxx",
+    "\U0001f1eb\U0001f1f7\U0001f1eb",
+    "```py\n",
+    "````\n",
+    "\n",
+    "\n\n",
+    ". ",
+]
+ADVERSARIAL_TEXT = st.lists(
+    st.one_of(st.sampled_from(ADVERSARIAL), st.text(alphabet="ab -*`|<>\n", max_size=10)), max_size=60
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ADVERSARIAL_TEXT, st.integers(48, 160))
+def test_adversarial_splits_rebuild_the_text(text: str, limit: int) -> None:
+    """Messages fit and balance their fences; without the added fence close/reopen and ``>>> `` they
+    join back to the text, minus whitespace at the cuts (the splitter's documented losses)."""
+    messages = split_message(text, limit)
+    if not text.strip():
+        assert messages == []
+        return
+    body, pieces = cut_pieces(text.strip(), limit)
+    assert messages == [piece for piece in pieces if not is_blank_piece(piece)]
+    for message in messages:
+        assert 0 < len(message) <= limit
+        assert fences_balanced(message), message
+    assert reconstruct(body, pieces, drop_whitespace=True) is not None, pieces
