@@ -26,7 +26,7 @@ __all__ = ("DiscordDelivery",)
 import random
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import reactivex
@@ -53,6 +53,8 @@ _log = logger.bind(stage="07-delivery")
 _RATE_LIMIT_NOTICE = "Discord kept rate limiting this reply, so the rest of it was not sent."
 _TYPING_SECONDS_PER_CHAR = 0.015
 _TYPING_CAP = 4.0
+MERGE_MESSAGES: Final = 8
+"""Queued text is coalesced into at most about this many messages' worth before a send."""
 
 
 @attrs.define
@@ -144,14 +146,18 @@ class DiscordDelivery:
         """Coalesce two items that queued behind a send in flight (``rxcord.sinks.deliver``).
 
         Adjacent text segments become one (stage 07 then splits it into as few messages as
-        the limit allows); a queued typing pulse is dropped (the next message ends typing
-        anyway). Anything else stays apart.
+        the limit allows) until the merged text holds ``MERGE_MESSAGES`` messages' worth; a
+        queued typing pulse is dropped (the next message ends typing anyway). Anything else
+        stays apart.
         """
         if isinstance(second, TypingPulse):
             return first
         if isinstance(first, TypingPulse):
             return second
-        if first.kind is SegmentKind.TEXT and second.kind is SegmentKind.TEXT:
+        # Bounded: a long queue merged into one text would copy it at every merge and split it
+        # in one step (quadratic, and the loop held for the whole backlog).
+        full = len(first.text) >= MERGE_MESSAGES * self.config.message_limit
+        if first.kind is SegmentKind.TEXT and second.kind is SegmentKind.TEXT and not full:
             return Segment(kind=SegmentKind.TEXT, text=join(first.text, second.text), final=second.final)
         return None
 

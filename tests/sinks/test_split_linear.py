@@ -11,10 +11,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.state import Segment
+from rxcord.core.types import DeliveryMode, SegmentKind
 from rxcord.operators import cut_policy, graphemes, markdown_scan, md_cuts, md_tokens
 from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
 from rxcord.sinks import split_message as split_module
+from rxcord.sinks.delivery import MERGE_MESSAGES, DiscordDelivery
+from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.split_message import cut_pieces, split_message
 
 from bench.linear import SHAPES
@@ -109,3 +114,26 @@ def test_adversarial_splits_rebuild_the_text(text: str, limit: int) -> None:
         assert 0 < len(message) <= limit
         assert fences_balanced(message), message
     assert reconstruct(body, pieces, drop_whitespace=True) is not None, pieces
+
+
+def test_coalescing_a_long_queue_merges_bounded_texts() -> None:
+    """Text queued behind a slow send is merged only up to ``MERGE_MESSAGES`` messages' worth: each
+    merge copies a bounded text and each split is of a bounded text, however long the queue."""
+    limit = 200
+    config = StreamConfig(delivery=DeliveryMode.LIVE, message_limit=limit)
+    delivery = DiscordDelivery(sink=MemorySink(), context=StreamContext(), config=config)
+    queue = [
+        Segment(kind=SegmentKind.TEXT, text=f"Paragraph {k}, a few words long.\n\n") for k in range(2000)
+    ]
+    merged = [queue[0]]
+    for segment in queue[1:]:
+        item = delivery.merge(merged[-1], segment)
+        if item is None:
+            merged.append(segment)
+        else:
+            assert isinstance(item, Segment)
+            merged[-1] = item
+    longest = max(len(s.text) for s in queue)
+    assert 1 < len(merged) < len(queue) // 8
+    assert all(len(s.text) < MERGE_MESSAGES * limit + longest for s in merged)
+    assert "".join(s.text for s in merged) == "".join(s.text for s in queue)
