@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "HttpRequest": "rxcord.providers.base",
     "ImagePart": "rxcord.core.request",
     "InputError": "rxcord.core.errors",
+    "KeyCooldown": "rxcord.compose.turn",
     "MalformedJsonError": "rxcord.core.safe_json",
     "MemorySink": "rxcord.sinks.memory",
     "MemoryStore": "rxcord.sinks.ratelimit",
@@ -176,6 +177,7 @@ __all__ = (
     "HttpRequest",
     "ImagePart",
     "InputError",
+    "KeyCooldown",
     "MalformedJsonError",
     "MemorySink",
     "MemoryStore",
@@ -263,7 +265,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.compose.chain import build_chain
     from rxcord.compose.pipeline import Pipeline, Stage, StageContext, stage03
     from rxcord.compose.run import StreamJob, build_stream, run_stream, stream_to_discord
-    from rxcord.compose.turn import Candidate, ToolHandler, TurnResult, fallback_order, run_turn
+    from rxcord.compose.turn import Candidate, KeyCooldown, ToolHandler, TurnResult, fallback_order, run_turn
     from rxcord.core.config import Guards, RenderModifiers, StreamConfig, StreamContext
     from rxcord.core.errors import (
         DiscordError,

@@ -52,6 +52,7 @@ PUBLIC = [
     "HttpRequest",
     "ImagePart",
     "InputError",
+    "KeyCooldown",
     "MalformedJsonError",
     "MemorySink",
     "MemoryStore",

@@ -28,6 +28,7 @@ import contextlib
 import datetime as dt
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -43,6 +44,7 @@ from rxcord import (
     ChatRequest,
     CustomAdapter,
     GoogleAdapter,
+    KeyCooldown,
     MissingCredentialError,
     NvidiaAdapter,
     OpenAIAdapter,
@@ -205,6 +207,8 @@ class RxcordBot:
         self.candidates: list[Candidate] = fallback_order(
             self.adapter, models, self.secrets.api_keys, base_url=config.provider.base_url
         )
+        self.cooldown = KeyCooldown(clock=time.monotonic)
+        """Keys that failed for themselves (401/402/403), skipped across turns while it runs."""
         self.tools = load_tools(config.tools) if config.tools is not None else None
         """The tool loop's tools and handler (``[tools]``), or ``None``: the loop is off."""
         self.registry = StopRegistry()
@@ -487,6 +491,7 @@ class RxcordBot:
             transport=TransportConfig(allow_private_network=config.provider.allow_private_network),
             tool_handler=self.tools.handle if self.tools is not None else None,
             max_rounds=self.config.tools.max_rounds if self.config.tools is not None else 0,
+            cooldown=self.cooldown,
         )
         _log.info(
             "answer in channel {channel}: {status}, {n} message(s)",
