@@ -207,10 +207,11 @@ class _Automaton:
     (itself included) that can still grow (a complete needle that is no other needle's
     prefix holds nothing). ``starts`` finds, at C speed, the next place a needle can start (its
     first characters, or a start of them at the end of the text), where the scan leaves the
-    root state.
+    root state; ``heads`` maps each of those starts to its state (empty if a needle is not
+    longer than them: one could then end inside a start).
     """
 
-    __slots__ = ("fail", "found", "goto", "hold", "starts")
+    __slots__ = ("fail", "found", "goto", "heads", "hold", "starts")
 
     def __init__(self, needles: tuple[str, ...]) -> None:
         self.goto: list[dict[str, int]] = [{}]
@@ -220,6 +221,7 @@ class _Automaton:
             self._add(needle, depth)
         self.fail, self.hold = self._links(depth)
         self.starts = _starts_pattern(needles)
+        self.heads = self._heads(needles)
 
     def _add(self, needle: str, depth: list[int]) -> None:
         state = 0
@@ -233,6 +235,17 @@ class _Automaton:
                 self.found.append(0)
             state = nxt
         self.found[state] = len(needle)
+
+    def _heads(self, needles: tuple[str, ...]) -> dict[str, int]:
+        if not needles or min(map(len, needles)) <= _START_CHARS:
+            return {}
+        heads: dict[str, int] = {}
+        for needle in needles:
+            state = 0
+            for size, char in enumerate(needle[:_START_CHARS], start=1):
+                state = self.goto[state][char]
+                heads[needle[:size]] = state
+        return heads
 
     def _links(self, depth: list[int]) -> tuple[list[int], list[int]]:
         """Failure links and holds, breadth first (a link is shallower: computed before)."""
@@ -293,10 +306,11 @@ class SecretHoldback:
         ('', 'sk-li')
     """
 
-    __slots__ = ("_auto", "_held", "_spans", "_state")
+    __slots__ = ("_auto", "_held", "_search", "_spans", "_state")
 
     def __init__(self, automaton: _Automaton) -> None:
         self._auto = automaton
+        self._search = automaton.starts.search
         self._state = 0
         self._held = ""
         """Text not released yet (its first character is the start of ``_spans`` offsets)."""
@@ -306,23 +320,38 @@ class SecretHoldback:
     def feed(self, text: str) -> str:
         """Consume *text*; return what can be released (*text* itself when nothing changes)."""
         held = self._held
-        if not held:
-            found = self._auto.starts.search(text)
-            if found is None:
-                return text  # no secret can start here, and nothing is held: the common case
-            buf, at = text, found.start()
-        else:
-            buf, at = held + text, len(held)
+        if held:
+            if self._spans or len(held) >= _START_CHARS:
+                return self._feed(held + text, len(held))
+            # A start of a needle shorter than the skip compares: read again from the root, with
+            # the new text (at most that many characters examined twice).
+            text, self._held, self._state = held + text, "", 0
+        found = self._search(text)
+        if found is None:
+            return text  # no secret can start here, and nothing is held: the common case
+        start = found.start()
+        if found.end() == len(text):
+            state = self._auto.heads.get(found.group())
+            if state is not None:
+                # Only a start of a needle, at the end (the first one: the search is leftmost).
+                self._state, self._held = state, text[start:]
+                return text[:start]
+        return self._feed(text, start)
+
+    def _feed(self, buf: str, at: int) -> str:
+        """Scan ``buf[at:]`` (the automaton's state is that of ``buf[:at]``); release what is decided."""
         self._scan(buf, at)
         keep = len(buf) - self._auto.hold[self._state]
         spans = self._spans
+        if not spans:  # no occurrence: release all but a possible start of one
+            if keep == len(buf):
+                self._state = 0  # nothing can grow any more: as good as the root (and cheaper)
+            self._held = buf[keep:]
+            return buf[:keep]
         for start, end in spans:
             if end > keep:
                 keep = min(keep, start)  # a later occurrence may overlap this one: hold it whole
                 break
-        if keep == len(buf) and not spans and buf is text:
-            self._held = ""
-            return text
         released = _render(buf, spans, keep)
         self._spans = [(start - keep, end - keep) for start, end in spans if start >= keep]
         self._held = buf[keep:]
@@ -356,7 +385,8 @@ class SecretHoldback:
 
     def holding(self) -> str:
         """What ``finish`` would release now (redacted), without releasing it."""
-        return _render(self._held, self._spans, len(self._held)) if self._held else ""
+        held = self._held
+        return _render(held, self._spans, len(held)) if self._spans else held
 
     def finish(self) -> str:
         """The text ended: release everything held, redacted."""
