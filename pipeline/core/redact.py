@@ -14,7 +14,7 @@ A secret can also reach the decoded text stream in a form no byte scan sees: JSO
 ``\u`` escapes in the SSE data (``\u0073k-...``), or cut across two deltas. A
 ``SecretHoldback`` (``Redactor.holdback()``) redacts a stream of text pieces
 incrementally: an Aho-Corasick automaton over the needles (built once per set of
-needles), carried across pieces, so each character is examined once; only text that
+needles), carried across pieces, so each character is stepped once; only text that
 may still be the start of a secret is held (at most the longest needle's length,
 plus an occurrence that a later overlapping one may still extend). Stage 03's
 ``redact_secrets`` guard runs one over the visible text and one over the reasoning.
@@ -291,8 +291,9 @@ class SecretHoldback:
     ``feed`` each piece and ``finish`` at the end; both return the text they release, with
     every occurrence of a secret replaced by ``[redacted]`` (occurrences that overlap are
     replaced together, once). The concatenated releases are the same however the text was
-    cut. Linear: each character is examined once (the automaton's state is carried from one
-    piece to the next), and the text held back is bounded: what may still be the start of a
+    cut. Linear: the automaton steps each character once (its state is carried from one
+    piece to the next; a held start shorter than the skip's four characters is read again with
+    the next piece), and the text held back is bounded: what may still be the start of a
     secret (shorter than the longest needle) and an occurrence a later overlapping one could
     still extend.
 

@@ -305,7 +305,8 @@ async def test_without_the_stage_the_key_does_reach_discord() -> None:
 
 
 async def test_reasoning_tool_arguments_and_errors_are_redacted() -> None:
-    """The key in reasoning (split), in streamed tool-call arguments (escaped) and in an error event."""
+    """The key in reasoning and in streamed tool-call arguments (each split across two deltas) and
+    written with JSON escapes in an error event."""
     call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "look", "arguments": ""}}
     args = json.dumps({"q": KEY})
     events = [
