@@ -18,7 +18,9 @@ reads or writes a billion tokens in one response), a cost a finite number in
 ``[0, MAX_COST]`` (1e6 USD for one response). A value past them is treated like any
 other value that is not a count or a cost (a negative number, a bool, text): the field is
 unknown (``None``; an input or output total then counts 0), and a warning names the cap.
-A ``Usage`` built elsewhere (a custom adapter, a hook) is checked where it is reported:
+A total added up from parts each within the cap (Anthropic's input, Gemini's output) that
+passes it makes the whole usage invalid: the normalizer returns ``None`` (no usage), with a
+warning. A ``Usage`` built elsewhere (a custom adapter, a hook) is checked where it is reported:
 ``report_usage`` refuses one that breaks a bound (``usage_problem`` says which), with a
 warning, instead of sending 10**100 tokens or an infinite cost to the recorders.
 
@@ -139,6 +141,15 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _valid(usage: Usage) -> Usage | None:
+    """*usage*, or ``None`` (with a warning) when a total added up from its parts breaks a bound."""
+    problem = usage_problem(usage)
+    if problem is None:
+        return usage
+    _log.warning("invalid usage ignored: {problem}", problem=problem)
+    return None
+
+
 def clamp_usage(usage: Usage) -> Usage:
     """*usage* with its cache subsets clamped to the input total (reads first, then writes)."""
     read = usage.cache_read_tokens
@@ -218,13 +229,12 @@ def from_gemini(usage_metadata: object) -> Usage | None:
     if prompt is None and candidates is None and thoughts is None:
         return None
     tool_prompt = _count(usage_metadata.get("toolUsePromptTokenCount")) or 0
-    return clamp_usage(
-        Usage(
-            input_tokens=(prompt or 0) + tool_prompt,
-            output_tokens=(candidates or 0) + (thoughts or 0),
-            cache_read_tokens=_count(usage_metadata.get("cachedContentTokenCount")),
-        )
+    usage = Usage(
+        input_tokens=(prompt or 0) + tool_prompt,
+        output_tokens=(candidates or 0) + (thoughts or 0),
+        cache_read_tokens=_count(usage_metadata.get("cachedContentTokenCount")),
     )
+    return _valid(clamp_usage(usage))
 
 
 def from_anthropic(
@@ -232,22 +242,22 @@ def from_anthropic(
     cache_read: int | None,
     cache_creation: int | None,
     output_tokens: int | None,
-) -> Usage:
+) -> Usage | None:
     """Normalize Anthropic usage: the input total is uncached + cache read + cache creation.
 
     Each count goes through the same bounds as the other providers' (a negative or a
-    count above ``MAX_TOKENS`` is unreported).
+    count above ``MAX_TOKENS`` is unreported); ``None`` when the input total passes
+    ``MAX_TOKENS`` (invalid usage).
     """
     input_tokens, cache_read = _count(input_tokens), _count(cache_read)
     cache_creation, output_tokens = _count(cache_creation), _count(output_tokens)
-    return clamp_usage(
-        Usage(
-            input_tokens=(input_tokens or 0) + (cache_read or 0) + (cache_creation or 0),
-            output_tokens=output_tokens or 0,
-            cache_read_tokens=cache_read,
-            cache_write_tokens=cache_creation,
-        )
+    usage = Usage(
+        input_tokens=(input_tokens or 0) + (cache_read or 0) + (cache_creation or 0),
+        output_tokens=output_tokens or 0,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_creation,
     )
+    return _valid(clamp_usage(usage))
 
 
 def sum_turn_usage(segments: Iterable[Usage | None]) -> Usage | None:

@@ -79,7 +79,9 @@ def test_gemini_usage_is_always_within_the_bounds(fields: dict[str, Any]) -> Non
 @given(st.lists(st.one_of(HUGE_INTS, st.integers(), st.none()), min_size=4, max_size=4))
 def test_anthropic_usage_is_always_within_the_bounds(counts: list[int | None]) -> None:
     usage = from_anthropic(*counts)
-    assert _sane(usage) and usage_problem(usage) is None
+    assert usage is None or (_sane(usage) and usage_problem(usage) is None)
+    parts = [count for count in counts[:3] if count is not None and 0 <= count <= MAX_TOKENS]
+    assert (usage is None) == (sum(parts) > MAX_TOKENS)  # only a total past the cap is refused
 
 
 def test_a_value_past_a_bound_is_unreported_at_the_bound_it_counts() -> None:
@@ -88,6 +90,10 @@ def test_a_value_past_a_bound_is_unreported_at_the_bound_it_counts() -> None:
     past = from_openai({"prompt_tokens": 10**100, "completion_tokens": 1, "cost": 1e308})
     assert past is not None and (past.input_tokens, past.output_tokens, past.cost) == (0, 1, None)
     assert from_openai({"prompt_tokens": "9" * 5000}) is None  # not an int() of 5000 digits
+    # Parts within the cap whose total passes it: the usage is invalid as a whole.
+    assert from_gemini({"candidatesTokenCount": MAX_TOKENS, "thoughtsTokenCount": 1}) is None
+    assert from_anthropic(MAX_TOKENS, MAX_TOKENS, None, 1) is None
+    assert from_anthropic(MAX_TOKENS, None, None, 1) == Usage(input_tokens=MAX_TOKENS, output_tokens=1)
 
 
 @settings(max_examples=300)
