@@ -91,10 +91,12 @@ async def post_notice(
     config: StreamConfig,
     resolver: MentionResolver | None = None,
     redact: Callable[[str], str] | None = None,
+    sent_before: int = 0,
 ) -> tuple[SentMessage, ...]:
     """Post *embed* as the stream's or the turn's notice; the messages Discord accepted.
 
-    Planned as delivery plans an error embed (persona, mentions, nonce). A Discord refusal
+    Planned as delivery plans an error embed (persona, mentions, nonce); after *sent_before*
+    messages of the same reply it is not a reply to the user's message again. A Discord refusal
     that is an internal stop (missing access, a deleted channel) drops the notice with a log
     line; any other ``DiscordError`` propagates.
     """
@@ -104,6 +106,7 @@ async def post_notice(
             if isinstance(shown.get(field), str):
                 shown[field] = redact(shown[field])
     delivery = DiscordDelivery(sink=sink, context=context, config=config, resolver=resolver)
+    delivery.planned = sent_before
     sent: list[SentMessage] = []
     for payload in delivery.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=shown)):
         try:

@@ -252,6 +252,7 @@ async def _with_notice(job: StreamJob, result: StreamResult) -> StreamResult:
             config=job.config,
             resolver=job.resolver,
             redact=redactor.text,
+            sent_before=len(result.messages),
         )
     except DiscordError as exc:
         raise attrs.evolve(exc, message=redactor.text(exc.message)) from None

@@ -292,7 +292,13 @@ async def run_turn(
         redact = Redactor.of(*env.secrets, ctx.webhook_token).text
         notice = bool(
             await post_notice(
-                embed, sink=sink, context=ctx, config=env.config, resolver=resolver, redact=redact
+                embed,
+                sink=sink,
+                context=ctx,
+                config=env.config,
+                resolver=resolver,
+                redact=redact,
+                sent_before=sum(len(r.messages) for r in results),
             )
         )
     return TurnResult(

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from rxcord.compose.run import stream_to_discord
-from rxcord.core.config import StreamConfig
+from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StreamStatus
 from rxcord.io.replay import ReplayServer
@@ -178,3 +178,31 @@ async def test_a_translator_that_declines_leaves_the_generic_embed() -> None:
     [payload] = sink.payloads()
     assert "Insufficient credits" in payload["embeds"][0]["description"]
     assert len(result.messages) == 1
+
+
+async def test_a_held_notice_after_text_is_not_a_second_reply() -> None:
+    """Text went out, then the stream failed: the held notice follows it without replying again."""
+    events = [
+        {"id": "g", "choices": [{"index": 0, "delta": {"content": "Part one."}, "finish_reason": None}]},
+        {"error": {"code": 400, "message": "Provider returned error: invalid tool schema"}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    sink = MemorySink()
+    dispose = register_denial_translator(lambda failure, context: None)
+    try:
+        async with ReplayServer(body=body) as server:
+            result = await stream_to_discord(
+                OpenRouterAdapter(),
+                REQUEST,
+                sink=sink,
+                base_url=server.base_url,
+                api_key="sk-or-v1-test-0000",
+                transport=LOCAL,
+                context=StreamContext(channel_id="5", reply_to_message_id="77"),
+            )
+    finally:
+        dispose()
+    text, notice = sink.payloads()
+    assert text["content"] == "Part one." and text["message_reference"]["message_id"] == "77"
+    assert notice["embeds"] and "message_reference" not in notice
+    assert len(result.messages) == 2
