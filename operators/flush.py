@@ -75,13 +75,14 @@ from __future__ import annotations
 __all__ = ("Flusher", "error_embed", "flush")
 
 import re
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
 from loguru import logger
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable
+from reactivex.disposable import CompositeDisposable, SerialDisposable
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment, StreamState
 from rxcord.core.text_buffer import TextBuffer
@@ -117,6 +118,10 @@ _log = logger.bind(stage="05-flush")
 
 _PARAGRAPH: Final = int(Level.PARAGRAPH)
 _TAG_START: Final = re.compile("<[A-Za-z/]")
+YIELD_AT: Final = 8 * SCAN_SLICE
+"""A live delta longer than this is pushed ``YIELD_AT`` characters at a time, each slice a step of
+its own on the scheduler, so the loop runs between slices (a delta may be megabytes long, and
+scanning costs microseconds per character)."""
 _VISIBLE: Final = 0
 _THINK: Final = 1
 _DETAILS: Final = 2
@@ -703,6 +708,11 @@ def flush(
             ended = False
             discarded = False
             signalled = False
+            # Live states waiting behind a long delta pushed a slice per scheduler step:
+            # (state, characters of its delta already pushed).
+            backlog: deque[tuple[StreamState, int]] = deque()
+            step = SerialDisposable()
+            completed = False
 
             def emit(segments: list[Segment]) -> None:
                 nonlocal signalled
@@ -728,6 +738,41 @@ def flush(
                     timer.cancel()
 
             def on_next(state: StreamState) -> None:
+                if ended:
+                    return
+                if state.status in _DISCARD:
+                    backlog.clear()
+                    step.dispose()
+                    handle(state)
+                elif backlog or (live and scheduler is not None and len(state.delta) > YIELD_AT):
+                    backlog.append((state, 0))
+                    if len(backlog) == 1:
+                        schedule_slice()
+                else:
+                    handle(state)
+
+            def schedule_slice() -> None:
+                assert scheduler is not None
+                step.disposable = scheduler.schedule(push_slice)
+
+            def push_slice(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+                """One step of the backlog: the next slice of its first state's delta."""
+                if backlog and not ended:
+                    state, done = backlog[0]
+                    if done + YIELD_AT < len(state.delta):
+                        backlog[0] = (state, done + YIELD_AT)
+                        handle(StreamState(delta=state.delta[done : done + YIELD_AT]))
+                    else:
+                        backlog.popleft()
+                        handle(attrs.evolve(state, delta=state.delta[done:]) if done else state)
+                if backlog and not ended:
+                    schedule_slice()
+                    return
+                backlog.clear()
+                if completed:
+                    finish()
+
+            def handle(state: StreamState) -> None:
                 nonlocal ended, discarded
                 if ended:
                     return
@@ -765,9 +810,17 @@ def flush(
 
             def on_error(error: Exception) -> None:
                 stop_timer()
+                step.dispose()
                 observer.on_error(error)
 
             def on_completed() -> None:
+                nonlocal completed
+                if backlog and not ended:
+                    completed = True  # the last slice completes
+                    return
+                finish()
+
+            def finish() -> None:
                 nonlocal ended
                 if not ended:
                     ended = True
@@ -777,8 +830,8 @@ def flush(
 
             subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
             if timer is None:
-                return subscription
-            return CompositeDisposable(subscription, timer.disposable)
+                return CompositeDisposable(subscription, step)
+            return CompositeDisposable(subscription, timer.disposable, step)
 
         return Observable(subscribe)
 

@@ -15,8 +15,11 @@ from types import ModuleType
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reactivex.subject import Subject
+from reactivex.testing import TestScheduler
 from rxcord.core.config import StreamConfig
-from rxcord.core.types import DeliveryMode, SegmentKind
+from rxcord.core.state import Segment, StreamState
+from rxcord.core.types import DeliveryMode, SegmentKind, StreamStatus
 from rxcord.operators import (
     clean,
     cut_policy,
@@ -30,7 +33,7 @@ from rxcord.operators import (
 )
 from rxcord.operators.clean import clean_text
 from rxcord.operators.cut_policy import Fence, join
-from rxcord.operators.flush import Flusher
+from rxcord.operators.flush import YIELD_AT, Flusher
 from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
 from rxcord.operators.mentions import resolve_mentions
 from rxcord.operators.render import force_lowercase, punctuation_roll, split_sentences
@@ -248,3 +251,37 @@ def test_live_segments_rebuild_adversarial_text_however_it_is_fed(
     segments += flusher.flush(final=True)
     pieces = [segment.text for segment in segments if segment.kind is SegmentKind.TEXT]
     assert reconstruct(text, pieces, drop_whitespace=False) is not None, pieces
+
+
+def test_a_huge_live_delta_is_pushed_a_slice_per_scheduler_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 100,000-character delta is not scanned in the ``on_next`` that brings it: the flush operator
+    pushes it ``YIELD_AT`` characters per scheduler step (the loop runs in between), and what it
+    releases is what the flusher releases for those slices."""
+    pushed: list[int] = []
+    push = Flusher.push
+
+    def counted(flusher: Flusher, text: str) -> list[Segment]:
+        pushed.append(len(text))
+        return push(flusher, text)
+
+    monkeypatch.setattr(Flusher, "push", counted)
+    scheduler = TestScheduler()
+    subject: Subject[StreamState] = Subject()
+    out: list[Segment] = []
+    done: list[bool] = []
+    flush.flush(LIVE)(subject).subscribe(
+        out.append, on_completed=lambda: done.append(True), scheduler=scheduler
+    )
+    text = SHAPES["digits 0 1 2"](100_000)
+    subject.on_next(StreamState(delta=text))
+    subject.on_next(StreamState(delta=" tail", status=StreamStatus.COMPLETED))
+    subject.on_completed()
+    assert pushed == [] and out == [] and not done  # handed to the scheduler, not done in on_next
+    scheduler.start()
+    assert done and len(pushed) >= len(text) // YIELD_AT and max(pushed) <= YIELD_AT
+    expected = Flusher(LIVE)
+    segments: list[Segment] = []
+    for i in range(0, len(text), YIELD_AT):
+        segments += expected.push(text[i : i + YIELD_AT])
+    segments += expected.push(" tail") + expected.flush(final=True)
+    assert [s.text for s in out] == [s.text for s in segments] and len(out) > 10
