@@ -24,6 +24,11 @@ another context:
 * ``find_denial(error, None)``: matches only an unscoped denial.
 * ``find_denial(error, ctx)``: matches only a denial whose context *is* ``ctx``.
 
+Denials are checked before any other handling of a failure; the rule that decides what a
+denial's notice is and who posts it (``defer_notice``), and how a denial saying
+``key_exhausted`` moves the turn to the next key, is ``rxcord.compose.notices`` and
+``rxcord.compose.turn`` (one rule for ``stream_to_discord`` and ``run_turn``).
+
 Request holds. A registered request hook may return a ``Hold`` for one
 provider request: ``report_cost`` settles the cost the provider reported and
 ``release(retain_estimate)`` ends the hold (counting the initial estimate as
