@@ -20,7 +20,7 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable
-from rxcord.operators.held_at_stop import noting_held
+from rxcord.operators.held_at_stop import Held, noting_held
 from rxcord.operators.thread_text import thread_text
 
 
@@ -35,8 +35,8 @@ class ReasoningSplitter(Protocol):
         """The stream ended (or a non-text chunk comes): release what is held."""
         ...
 
-    def holding(self) -> str:
-        """What is held now, unclassified (noted for a graceful stop: ``operators/held_at_stop.py``)."""
+    def held(self) -> Held:
+        """What is held now, as a graceful stop must deliver it (``operators/held_at_stop.py``)."""
         ...
 
 
@@ -85,7 +85,7 @@ def reasoning_guard(
             guard arms itself on a chunk that carries reasoning).
         name: The stage's name.
         note_held: Note on each chunk what the splitter still holds after it, for the stop
-            gate to keep at a graceful stop (``rxcord.operators.held_at_stop``; the pipeline
+            gate to deliver at a graceful stop (``rxcord.operators.held_at_stop``; the pipeline
             turns it on).
 
     Returns:
@@ -100,7 +100,7 @@ def reasoning_guard(
             state.serving = chunk.serving_provider
         prepare(state.splitter, chunk)
         out = _with_split(chunk, *state.splitter.feed(chunk.content))
-        return [noting_held(out, name, state.splitter.holding()) if note_held else out]
+        return [noting_held(out, name, state.splitter.held()) if note_held else out]
 
     def release(state: _Guarded[_S], _before: ProcessedChunk | None) -> list[ProcessedChunk]:
         return _released(*state.splitter.finish(), state.serving)

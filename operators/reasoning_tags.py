@@ -11,15 +11,29 @@ Rules every consumer follows:
 * A tag longer than ``MAX_TAG_LEN`` characters is text (``find_tag``,
   ``match_tag``): a consumer reading a split stream holds at most that much
   back to decide (``partial_tag_len``, ``partial_details_len``).
-* Blocks do not nest: an opener inside a block is dropped; an unclosed block
-  runs to the end of the text.
+* **A tag written as code is text**: inside an inline code span (a backtick
+  run up to the next run of the same length, or a blank line) or a fenced
+  block (to its closing line, or the end). Stage 03 reads code with
+  ``rxcord.operators.code_spans.CodeTracker``, stage 05 with the markdown
+  scanner (same rules), stage 06 masks code before ``strip_think_tags``.
+* Blocks do not nest: an opener inside a block is dropped.
+* **The unclosed-opener rule** (stage 03): a block that starts the content
+  (nothing but whitespace before its opener) is reasoning to the end, closed
+  or not: that is how a leak looks. A block opened after text was shown is
+  held until its closer; if the stream ends first, the opener was prose and
+  the held text is the answer (without the tag). Past stage 03 (the flusher
+  at its final flush, the cleaning sweep) an unclosed block runs to the end.
 * **The stray-closer rule** (``stray_closer_reroutes``): a closing tag with no
   open block is always removed. When it is the first tag of the stream and
   starts within the start window (nothing has been shown yet), the text
   before it is reasoning: the chat template opened the block in the prompt.
   Anywhere else the text before it stays visible, since it may already be on
-  its way to Discord. Stage 03 holds the start of a stream for that window;
-  later stages only ever remove a stray closer.
+  its way to Discord. Every adapter that runs the stripper holds the same
+  window (``think_strip.DEFAULT_START_WINDOW``); later stages only ever
+  remove a stray closer.
+* **At a graceful stop** (``rxcord.operators.held_at_stop``): text held only
+  because it might be reasoning (the start window, a partial tag) is the
+  answer; a block seen open, or a start the chat template opened, is reasoning.
 
 Note: API stop strings are matched literally by providers, so a namespaced
 close tag used as a stop string must be listed per model, not derived from
@@ -148,46 +162,51 @@ def stray_closer_reroutes(start: int, start_window: int | None) -> bool:
 
 
 def split_think_blocks(text: str, *, start_window: int | None = None) -> tuple[str, str]:
-    """Split complete *text*, the start of a stream, into (visible, reasoning).
+    """Split complete *text*, a whole stream's content, into (visible, reasoning): the stage 03 rule.
 
-    Closed blocks go to reasoning; an unclosed opening tag sends the rest of
-    the text to reasoning; a stray closer follows the stray-closer rule with
-    *start_window* (default: the whole text may be reclassified, so a first tag
-    that is a closer sends everything before it to reasoning).
+    Exactly what the streaming stripper (``rxcord.operators.think_strip.ThinkStripper``, the one
+    implementation of the rule) gives for *text* fed whole and finished: tags in code are text;
+    closed blocks go to reasoning; a block that starts the content is reasoning to the end,
+    one opened after shown text is held until its closer (unclosed: the answer, without its
+    tag); a stray closer follows the stray-closer rule with *start_window* (default: the whole
+    text may be reclassified, so a first tag that is a closer sends everything before it to
+    reasoning).
     """
+    # Imported here: the stripper reads the tag shape from this module.
+    from rxcord.operators.think_strip import WHOLE_REPLY, ThinkStripper
+
+    stripper = ThinkStripper(start_window=WHOLE_REPLY if start_window is None else start_window)
+    visible, reasoning = stripper.feed(text)
+    rest_visible, rest_reasoning = stripper.finish()
+    return visible + rest_visible, reasoning + rest_reasoning
+
+
+def _remove_blocks(text: str) -> str:
+    """*text* without reasoning blocks and stray closers, code blind (an unclosed block runs to the end)."""
     visible: list[str] = []
-    reasoning: list[str] = []
     pos = 0
     inside = False
-    first = True
     while (match := find_tag(text, pos)) is not None:
-        is_close = is_closer(match.group(0))
-        piece = text[pos : match.start()]
-        if inside:
-            reasoning.append(piece)
-            inside = not is_close
-        elif not is_close:
-            visible.append(piece)
-            inside = True
-        elif first and stray_closer_reroutes(match.start(), start_window):
-            reasoning.append(piece)
-        else:
-            visible.append(piece)
-        first = False
+        if not inside:
+            visible.append(text[pos : match.start()])
+        inside = not is_closer(match.group(0))  # an opener inside a block is dropped, a closer ends it
         pos = match.end()
-    (reasoning if inside else visible).append(text[pos:])
-    return "".join(visible), "".join(reasoning)
+    if not inside:
+        visible.append(text[pos:])
+    return "".join(visible)
 
 
 def strip_think_tags(text: str) -> str:
     """Remove complete reasoning blocks and any leftover tag (the final cleaning sweep, mid-stream).
 
-    The text is not the start of a stream, so a stray closer is only removed
-    (the stray-closer rule). Repeats until stable: removing a tag can join its
-    neighbours into a new one (``<thi<think>nk>``).
+    For text whose code its caller has masked (the stage 06 cleaner replaces code spans by
+    placeholders first), so it is code blind. The text is not the start of a stream, so a
+    stray closer is only removed (the stray-closer rule); an unclosed block runs to the end.
+    Repeats until stable: removing a tag can join its neighbours into a new one
+    (``<thi<think>nk>``).
     """
     while True:
-        visible, _ = split_think_blocks(text, start_window=-1)
+        visible = _remove_blocks(text)
         while (match := find_tag(visible)) is not None:
             visible = visible[: match.start()] + visible[match.end() :]
         if visible == text:

@@ -56,6 +56,7 @@ from typing import Final
 
 import attrs
 from rxcord.core.types import Operator, ProcessedChunk
+from rxcord.operators.held_at_stop import NOTHING, Held
 from rxcord.operators.reasoning_guard import reasoning_guard
 
 AFTER_TEXT: Final = "after_text"
@@ -190,9 +191,9 @@ class SpillGuard:
         self._mode = _Mode.DONE
         return lead + held[end:], held[:end]
 
-    def holding(self) -> str:
-        """The undecided hold (visible text that may be spilled reasoning)."""
-        return self._held if self._mode is _Mode.HOLDING else ""
+    def held(self) -> Held:
+        """The undecided hold: visible text that only *may* be spilled reasoning, the answer at a stop."""
+        return Held(answer=self._held) if self._mode is _Mode.HOLDING else NOTHING
 
     def finish(self) -> tuple[str, str]:
         """The stream ended (or a non-text chunk arrived): release held text untouched."""

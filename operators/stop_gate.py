@@ -28,7 +28,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.fused import BatchAware
-from rxcord.operators.held_at_stop import held_reasoning
+from rxcord.operators.held_at_stop import released_at_stop
 from rxcord.operators.redact_secrets import tail_at_stop
 
 
@@ -40,7 +40,7 @@ class _Gate:
     def __init__(self, observer: abc.ObserverBase[ProcessedChunk | StopSignal]) -> None:
         self.observer = observer
         self.last: ProcessedChunk | None = None
-        """The last chunk passed on (what stage 03 held after it is kept at a graceful stop)."""
+        """The last chunk passed on (what stage 03 held after it is delivered at a graceful stop)."""
         self.busy = 0
         self.done = False
         self.pending: StopSignal | None = None
@@ -52,9 +52,11 @@ class _Gate:
         self.done = True
         self.upstream.dispose()
         if signal is not None:
-            # What stage 03 had not classified yet is kept as reasoning: never shown, never lost.
-            # The secret guard (the first of stage 03's guards) holds the latest text: its tail last.
-            for held in (held_reasoning(self.last), tail_at_stop(self.last)):
+            # What stage 03 still held is delivered (held_at_stop): the answer the user saw being
+            # written as content, what the stream marked as reasoning as reasoning. In stream order:
+            # the secret guard (the first of stage 03's guards) holds text the later guards have not
+            # seen yet, so its tail (as reasoning: never classified) comes after what they hold.
+            for held in (released_at_stop(self.last), tail_at_stop(self.last)):
                 if held is not None:
                     self.observer.on_next(held)
             self.observer.on_next(signal)
@@ -133,7 +135,8 @@ def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, Process
             before subscription is not lost).
 
     At a graceful stop, what stage 03 still held after the last chunk passed on is emitted
-    as one reasoning chunk just before the stop (``rxcord.operators.held_at_stop``).
+    just before the stop: the answer it held as content, what it held as reasoning as a
+    thought (``rxcord.operators.held_at_stop``).
 
     Returns:
         An operator emitting the source's chunks, then at most one ``StopSignal``. A

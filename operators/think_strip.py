@@ -10,7 +10,10 @@ visible text and reasoning, plus the operator that threads it through a
 
 Theory
 ------
-The stripper reads the stream in one of three modes:
+A tag counts only outside markdown code: a ``<think>`` inside an inline code span or a
+fenced block is text (``rxcord.operators.code_spans.CodeTracker``, fed every character
+once; visible text and each block have their own tracker, so the visible text's code is
+what stage 05 sees). The stripper reads the stream in one of three modes:
 
 ``START``
     Nothing has been released yet and no tag has been seen. A stream that
@@ -24,47 +27,55 @@ The stripper reads the stream in one of three modes:
     releases everything before it as visible. When no tag can start within
     the window any more, the held text is released as visible and the mode
     becomes ``VISIBLE``. This is the *only* text that can ever be
-    reclassified, which keeps the hold bounded; the window is a per-model
-    knob (``0`` disables the hold, a large value catches long leaks at the
-    cost of first-text latency).
+    reclassified, which keeps the hold bounded; ``WHOLE_REPLY`` declares that
+    the chat template opened the block (hold until ``</think>``).
 ``VISIBLE``
     Text is released at once, except a trailing fragment that could still
     grow into a tag (``"<thi"``, ``"</ns:th"``: ``partial_tag_len``). An opener
     switches to ``INSIDE``; a stray closer is removed and nothing else changes,
     because the text before it is already on its way to Discord.
 ``INSIDE``
-    Text goes to reasoning (same partial-tag hold). A closer returns to
-    ``VISIBLE``; another opener inside a block is dropped, blocks do not nest
-    (as in ``split_think_blocks``: a model reasoning about tags must not
-    swallow its answer).
+    A closer returns to ``VISIBLE``; another opener inside a block is dropped,
+    blocks do not nest (a model reasoning about tags must not swallow its answer).
+    A block that *starts* the stream's content (nothing but whitespace before its
+    opener: the leak's shape) streams to reasoning as it comes. A block opened after
+    text was shown is held until its closer: if the stream ends first, the opener was
+    prose, not a block, and the held text is released as the answer (the unclosed-opener
+    rule). So is the rest of a starting block after a closer written as code (a
+    model quoting ``</think>`` with an odd backtick): held from that closer on, released
+    as the answer if no real closer comes.
 
 Tags themselves go nowhere: neither visible nor reasoning. Removing a block
 can join two visible fragments into a new tag (``"<thi" + <block> + "nk>"``);
-a final sweep removes any tag that forms in the visible text this way (the
-same sweep ``strip_think_tags`` applies to complete text), so the stripper
-never emits a tag as visible text.
+the fragment before a removed tag is held (``_seam``) and a tag formed across
+the join is removed too, so the stripper never emits a tag as prose.
+
+At a graceful stop (``held``, ``rxcord.operators.held_at_stop``): what is held only
+because it *might* be reasoning (the start window, a partial tag) is the answer; an
+open block, and a start the template opened, are reasoning.
 
 Everything is decided by positions in the stream, never by chunk edges: the
 concatenated output is the same however the backend split its deltas.
 Limits: a "tag" longer than the shared hold length (64 characters, long
 attribute lists) is treated as text, because a split stream could not have
-held it back; an unclosed block at the end of the stream is reasoning; a
-dangling ``"<thi"`` at the end of the stream is text.
+held it back; a dangling ``"<thi"`` at the end of the stream is text.
 """
 
 from __future__ import annotations
 
-__all__ = ("DEFAULT_START_WINDOW", "ThinkStripper", "think_strip")
+__all__ = ("DEFAULT_START_WINDOW", "WHOLE_REPLY", "ThinkStripper", "think_strip")
 
 import enum
 from typing import Final
 
 import attrs
 from rxcord.core.types import Operator, ProcessedChunk
+from rxcord.operators.code_spans import CodeTracker
+from rxcord.operators.held_at_stop import NOTHING, Held, HeldText
 from rxcord.operators.reasoning_guard import reasoning_guard
 from rxcord.operators.reasoning_tags import (
     MAX_TAG_LEN,
-    find_tag,
+    TAG_RE,
     is_closer,
     partial_tag_len,
     stray_closer_reroutes,
@@ -72,12 +83,20 @@ from rxcord.operators.reasoning_tags import (
 
 DEFAULT_START_WINDOW: Final = 256
 """Characters at the start of a stream that a stray closer can still turn into reasoning."""
+WHOLE_REPLY: Final = 1 << 40
+"""A start window no reply reaches: the chat template opened the block, hold until ``</think>``."""
 
 
 class _Mode(enum.Enum):
     START = enum.auto()
     VISIBLE = enum.auto()
     INSIDE = enum.auto()
+
+
+def _tag_at(text: str, at: int) -> str | None:
+    """The reasoning tag starting at *at* (``MAX_TAG_LEN`` at most), if any."""
+    match = TAG_RE.match(text, at, at + MAX_TAG_LEN)
+    return None if match is None else match.group(0)
 
 
 @attrs.define
@@ -97,95 +116,272 @@ class ThinkStripper:
         ('there', 'plan')
         >>> ThinkStripper().feed("the user greets me</think>Hello!")
         ('Hello!', 'the user greets me')
+        >>> ThinkStripper(start_window=0).feed("Use `<think>` tags.")
+        ('Use `<think>` tags.', '')
     """
 
     start_window: int = DEFAULT_START_WINDOW
     """How many characters at the start of the stream are held for a possible stray closer."""
     _mode: _Mode = attrs.field(default=_Mode.START, init=False)
-    _pending: str = attrs.field(default="", init=False)
-    """Content not yet classified: the start-of-stream hold or a partial tag."""
+    _carry: str = attrs.field(default="", init=False)
+    """A possible partial tag at the end of the text read, not yet classified (at most a tag's length)."""
+    _start: list[str] = attrs.field(factory=list, init=False)
+    """The held start of the stream (``START``); a new list once released (snapshots refer to it)."""
+    _start_len: int = attrs.field(default=0, init=False)
+    _block: list[str] = attrs.field(factory=list, init=False)
+    """A block's text held until its closer (``_holding_block``)."""
+    _holding_block: bool = attrs.field(default=False, init=False)
+    _closer_first: bool = attrs.field(default=False, init=False)
+    """The held block starts with a closer written as code (``_block[0]``): the answer starts after it."""
+    _shown: bool = attrs.field(default=False, init=False)
+    """Visible text other than whitespace was released: a later opener starts a held block."""
     _seam: str = attrs.field(default="", init=False)
-    """Visible text held because it could join the next visible text into a tag."""
+    """The partial tag right before a removed tag: it may join the visible text after it."""
+    _seam_cut: bool = attrs.field(default=False, init=False)
+    """A tag was removed after the seam (else it waits for a partial tag to be decided)."""
+    _code: CodeTracker = attrs.field(factory=CodeTracker, init=False)
+    """Code state of the visible text."""
+    _block_code: CodeTracker = attrs.field(factory=CodeTracker, init=False)
+    """Code state of the open block's text."""
 
     def feed(self, text: str) -> tuple[str, str]:
         """Consume one content delta; return the ``(visible, reasoning)`` it releases."""
         if not text:
             return "", ""
-        if "<" not in text and self._mode is _Mode.VISIBLE and not self._pending and not self._seam:
+        if "<" not in text and self._mode is _Mode.VISIBLE and not self._carry and not self._seam:
             # Nothing held and no tag can start here: what the loop below would release.
+            self._code.feed(text)
+            if not self._shown and not text.isspace():
+                self._shown = True
             return text, ""
-        buf = self._pending + text
-        visible: list[str] = []
-        reasoning: list[str] = []
-        mode = self._mode
-        pos = 0
-        # The held start of the stream has no tag yet: only one ending in the new text can be found.
-        first_search = max(0, len(self._pending) - MAX_TAG_LEN) if mode is _Mode.START else 0
-        while True:
-            match = find_tag(buf, max(pos, first_search))
-            first_search = 0
-            if mode is _Mode.START:
-                # START holds the whole stream so far, so pos == 0 and buffer offsets are stream offsets.
-                if match is not None and match.start() <= self.start_window:
-                    # The first tag, inside the window: an opener shows what came before it; a stray
-                    # closer makes it reasoning (the stray-closer rule).
-                    is_close = is_closer(match.group(0))
-                    reroute = is_close and stray_closer_reroutes(match.start(), self.start_window)
-                    (reasoning if reroute else visible).append(buf[: match.start()])
-                    mode = _Mode.VISIBLE if is_close else _Mode.INSIDE
-                    pos = match.end()
-                    continue
-                if match is None:
-                    held = partial_tag_len(buf)
-                    if len(buf) <= self.start_window or (held and len(buf) - held <= self.start_window):
-                        break  # a tag may still start inside the window
-                mode = _Mode.VISIBLE
-                continue
-            out = visible if mode is _Mode.VISIBLE else reasoning
-            if match is None:
-                cut = len(buf) - partial_tag_len(buf[pos:])
-                out.append(buf[pos:cut])
-                pos = cut
-                break
-            out.append(buf[pos : match.start()])
-            is_close = is_closer(match.group(0))
-            if mode is _Mode.VISIBLE:
-                if not is_close:
-                    mode = _Mode.INSIDE
-                # else: a stray closer after released text is only removed (the stray-closer rule).
-            elif is_close:
-                mode = _Mode.VISIBLE
-            pos = match.end()
-        self._mode = mode
-        self._pending = buf[pos:]
-        return self._sweep("".join(visible), final=False), "".join(reasoning)
+        return self._read(self._carry + text, final=False)
 
     def finish(self) -> tuple[str, str]:
         """The stream ended (or a non-text chunk arrived): release everything held back."""
-        held, self._pending = self._pending, ""
-        if self._mode is _Mode.INSIDE:
-            return self._sweep("", final=True), held
+        carry, self._carry = self._carry, ""
+        visible, reasoning = self._read(carry, final=True) if carry else ("", "")
+        out = [visible]
+        if self._mode is _Mode.START:
+            self._emit_all(self._start, out)
+        elif self._mode is _Mode.INSIDE and self._holding_block:
+            # The unclosed-opener rule: no closer came, so the held text is the answer (after a
+            # closer written as code, that closer is the block's end after all).
+            block = self._block
+            if self._closer_first:
+                reasoning += block[0]
+                block = block[1:]
+            self._release_as_answer("".join(block), out)
+        self._start, self._start_len = [], 0
+        self._block, self._holding_block, self._closer_first = [], False, False
         self._mode = _Mode.VISIBLE
-        return self._sweep(held, final=True), ""
+        out.append(self._seam)
+        self._seam = ""
+        return "".join(out), reasoning
 
-    def holding(self) -> str:
-        """The unclassified hold: the start window, a partial tag or an open think block.
+    def held(self) -> Held:
+        """What is held now, as a graceful stop delivers it (``rxcord.operators.held_at_stop``)."""
+        mode = self._mode
+        if mode is _Mode.START:
+            if self.start_window >= WHOLE_REPLY:
+                return Held(reasoning=HeldText(self._start, self._carry))
+            return Held(answer="".join(self._start) + self._carry)
+        if mode is _Mode.VISIBLE:
+            held = self._seam + self._carry
+            return Held(answer=held) if held else NOTHING
+        reasoning = HeldText(self._block, self._carry) if self._holding_block else self._carry
+        return Held(answer=self._seam, reasoning=reasoning)
 
-        (The seam, a partial tag of visible text, is not counted: at most a tag's length.)
-        """
-        return self._pending
+    # -- reading -------------------------------------------------------------------------------------------
 
-    def _sweep(self, text: str, *, final: bool) -> str:
-        """Remove tags formed by joining visible fragments; hold a trailing partial tag unless final."""
-        seam = self._seam + text
-        if "<" not in seam:
+    def _read(self, buf: str, *, final: bool) -> tuple[str, str]:
+        """Classify *buf* (the carry and the new text); keep a possible partial tag unless *final*."""
+        self._carry = ""
+        visible: list[str] = []
+        reasoning: list[str] = []
+        pos, size = 0, len(buf)
+        while pos < size:
+            at = buf.find("<", pos)
+            end = size if at < 0 else at
+            if end > pos:
+                self._take(buf, pos, end, visible, reasoning)
+            if at < 0:
+                break
+            if not final and size - at < MAX_TAG_LEN and partial_tag_len(buf[at:]) == size - at:
+                self._carry = buf[at:]  # may still grow into a tag: decided by the next delta
+                if self._mode is _Mode.VISIBLE:
+                    self._junction(visible, cut=False)  # if it does, what comes before may join what follows
+                break
+            pos = self._angle(buf, at, visible, reasoning)
+        return "".join(visible), "".join(reasoning)
+
+    def _angle(self, buf: str, at: int, visible: list[str], reasoning: list[str]) -> int:
+        """Read the ``<`` at *at* (a tag outside code changes the mode, else text); return where to go on."""
+        tag = _tag_at(buf, at)
+        tracker = self._block_code if self._mode is _Mode.INSIDE else self._code
+        if tag is None or tracker.in_code():
+            if tag is not None and self._mode is _Mode.INSIDE and is_closer(tag) and not self._holding_block:
+                # A closer written as code in a starting block: hold after it (see the module docstring).
+                tracker.feed(tag)
+                self._holding_block, self._closer_first = True, True
+                self._block = [tag]
+                return at + len(tag)
+            self._take(buf, at, at + 1, visible, reasoning)
+            return at + 1
+        if self._mode is _Mode.INSIDE:
+            if is_closer(tag):
+                if self._holding_block:
+                    reasoning.extend(self._block)
+                    self._block, self._holding_block = [], False
+                self._closer_first = False
+                self._mode = _Mode.VISIBLE
+            # else: an opener inside a block is dropped (blocks do not nest).
+        elif not is_closer(tag):
+            if self._mode is _Mode.START:
+                self._release_start(visible)
+            self._open_block(visible)
+        elif self._mode is _Mode.START and stray_closer_reroutes(self._start_len, self.start_window):
+            # The stray-closer rule: the held start was reasoning. Its code is not the answer's.
+            reasoning.extend(self._start)
+            self._start, self._start_len = [], 0
+            self._code = CodeTracker()
+            self._mode = _Mode.VISIBLE
+        else:
+            self._junction(visible)  # a stray closer after shown text is only removed
+        return at + len(tag)
+
+    def _take(self, buf: str, start: int, end: int, visible: list[str], reasoning: list[str]) -> None:
+        """Text ``buf[start:end]`` (no tag in it) goes where the mode sends it."""
+        piece = buf[start:end]
+        mode = self._mode
+        if mode is _Mode.INSIDE:
+            self._block_code.feed(buf, start, end)
+            (self._block if self._holding_block else reasoning).append(piece)
+            return
+        self._code.feed(buf, start, end)
+        if mode is _Mode.START:
+            self._start.append(piece)
+            self._start_len += end - start
+            if self._start_len > self.start_window:
+                self._release_start(visible)  # no tag can start inside the window any more
+            return
+        self._emit(piece, visible)
+
+    def _release_start(self, visible: list[str]) -> None:
+        self._mode = _Mode.VISIBLE
+        self._emit_all(self._start, visible)
+        self._start, self._start_len = [], 0
+
+    def _open_block(self, visible: list[str]) -> None:
+        self._junction(visible)
+        self._mode = _Mode.INSIDE
+        self._holding_block, self._closer_first = self._shown, False
+        self._block = []
+        self._block_code = CodeTracker(line_start=self._code.at_line_start)
+
+    # -- visible text and the seam ---------------------------------------------------------------------------
+
+    def _emit_all(self, pieces: list[str], out: list[str]) -> None:
+        for piece in pieces:
+            self._emit(piece, out)
+
+    def _release_as_answer(self, text: str, out: list[str]) -> None:
+        """Held block text becomes the answer: read on as visible text, its tags outside code dropped."""
+        code = self._code
+        pos = 0
+        while (at := text.find("<", pos)) >= 0:
+            code.feed(text, pos, at)
+            self._emit(text[pos:at], out)
+            tag = _tag_at(text, at)
+            if tag is not None and not code.in_code():
+                self._junction(out)
+                pos = at + len(tag)
+                continue
+            code.feed(text, at, at + 1)
+            self._emit("<", out)
+            pos = at + 1
+        code.feed(text, pos)
+        self._emit(text[pos:], out)
+
+    def _emit(self, piece: str, out: list[str]) -> None:
+        """Release visible *piece*; right after a removed tag, first remove a tag the join forms."""
+        if not piece:
+            return
+        if not self._shown and not piece.isspace():
+            self._shown = True
+        if not self._seam:
+            out.append(piece)
+            return
+        if not self._seam_cut:
+            # Held only in case a tag followed: none did, so the seam and *piece* were adjacent text.
+            out.append(self._seam)
+            out.append(piece)
             self._seam = ""
-            return seam
-        while (match := find_tag(seam, 0)) is not None:
-            seam = seam[: match.start()] + seam[match.end() :]
-        cut = len(seam) if final else len(seam) - partial_tag_len(seam)
-        self._seam = seam[cut:]
-        return seam[:cut]
+            return
+        joined = self._seam + piece
+        edge = len(self._seam)
+        self._seam = ""
+        while (found := self._joined_tag(joined, edge)) is not None:
+            start, end = found
+            joined = joined[:start] + joined[end:]
+            edge = start
+        undecided = _undecided_from(joined)
+        if undecided < edge:
+            self._seam = joined[undecided:]  # still a possible tag across the join
+            joined = joined[:undecided]
+        out.append(joined)
+
+    @staticmethod
+    def _joined_tag(text: str, edge: int) -> tuple[int, int] | None:
+        """The last tag starting before *edge* (in the seam) and ending after it: one the join formed."""
+        low = max(0, edge - MAX_TAG_LEN)
+        at = text.rfind("<", low, edge)
+        while at >= 0:
+            tag = _tag_at(text, at)
+            if tag is not None and at + len(tag) > edge:
+                return at, at + len(tag)
+            at = text.rfind("<", low, at)
+        return None
+
+    def _junction(self, visible: list[str], *, cut: bool = True) -> None:
+        """A tag is removed from the visible text (*cut*), or may be: hold what could join what follows.
+
+        Not *cut*: a partial tag follows, undecided; if it becomes a tag, the seam joins.
+        """
+        if self._seam:
+            self._seam_cut = self._seam_cut or cut
+            return  # the seam already ends the visible text
+        self._seam_cut = cut
+        tail: list[str] = []
+        size = 0
+        while visible and size < MAX_TAG_LEN:
+            piece = visible.pop()
+            tail.append(piece)
+            size += len(piece)
+        text = "".join(reversed(tail))
+        start = _undecided_from(text)
+        if start:
+            visible.append(text[:start])
+        self._seam = text[start:]
+
+
+def _undecided_from(text: str) -> int:
+    """Where the suffix of *text* starts that removing a tag right after it could turn into a tag.
+
+    A partial tag (``"<thi"``), extended left over earlier ``<`` runs without ``>`` or a
+    backtick (``"<th<thi"``: removing one joined tag can form another), within ``MAX_TAG_LEN``.
+    """
+    size = len(text)
+    held = partial_tag_len(text)
+    if not held:
+        return size
+    start = size - held
+    low = max(0, size - MAX_TAG_LEN)
+    while (before := text.rfind("<", low, start)) >= 0:
+        between = text[before:start]
+        if ">" in between or "`" in between:
+            break
+        start = before
+    return start
 
 
 def think_strip(
@@ -203,13 +399,13 @@ def think_strip(
     .. marble::
         -a-----b-----d-|      a="Hi <thi"  b="nk>plan</thi"  d=done   (start_window=0)
         [   think_strip()   ]
-        -A-----B-----(X,d)-|  A="Hi "  B="" + RAW "plan"  X="" + RAW "</thi"
+        -A-----B-----(X,d)-|  A="Hi "  B=""  X="plan</thi"   (an opener after "Hi ", never closed)
 
     Args:
         start_window: Characters at the start of each stream held back in case
             a stray closer turns them into reasoning (see the module docstring).
-        note_held: Note what is held on each chunk, so a graceful stop keeps it as
-            reasoning (``rxcord.operators.held_at_stop``; the pipeline turns it on).
+        note_held: Note what is held on each chunk, so a graceful stop delivers it
+            (``rxcord.operators.held_at_stop``; the pipeline turns it on).
 
     Returns:
         An operator; a fresh ``ThinkStripper`` is created for every subscription.

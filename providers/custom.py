@@ -21,7 +21,7 @@ from typing import ClassVar, Final
 
 import attrs
 from rxcord.core.config import Guards
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW
+from rxcord.operators.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,
@@ -29,9 +29,6 @@ from rxcord.providers.openai_wire import (
     ChatCompletionsAdapter,
     WireOptions,
 )
-
-_WHOLE_REPLY: Final = 1 << 40
-"""A start window no reply reaches: hold until ``</think>`` or the end of the stream."""
 
 CUSTOM_POLICY: Final = DegradationPolicy(
     mandatory_body_keys=OPENAI_COMPATIBLE_MANDATORY,
@@ -51,7 +48,8 @@ class CustomAdapter(ChatCompletionsAdapter):
             (DeepSeek-R1 and Qwen3 style on llama.cpp/vLLM), so the reply starts inside a
             reasoning block and only ``</think>`` appears: everything before it is held and
             routed to reasoning, however long (live text starts after ``</think>``; a reply
-            that never closes the block is shown whole at the end).
+            that never closes the block is shown whole at the end; a graceful stop before
+            ``</think>`` keeps what was held as reasoning).
         policy: Parameter degradation policy.
     """
 
@@ -66,6 +64,6 @@ class CustomAdapter(ChatCompletionsAdapter):
     @property
     def guards(self) -> Guards:
         """The think and spill guards, a start window for template-opened blocks, verbatim tool calls."""
-        window = _WHOLE_REPLY if self.think_opened_by_template else DEFAULT_START_WINDOW
+        window = WHOLE_REPLY if self.think_opened_by_template else DEFAULT_START_WINDOW
         tools = self.tool_names if self.verbatim_tool_calling else frozenset()
         return Guards(think_tags=True, think_start_window=window, spill=True, verbatim_tools=tools)

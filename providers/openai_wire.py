@@ -105,6 +105,7 @@ from rxcord.core.types import (
     ThoughtLogEntry,
     Usage,
 )
+from rxcord.operators.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.errors import (
     classify_http_error,
@@ -979,9 +980,10 @@ class WireOptions:
     """Hold a tool-call finish until the trailing usage arrives (OpenRouter)."""
     max_stop: int | None = None
     """The most stop strings the provider accepts (OpenAI: 4; ``None``: no limit enforced)."""
-    think_start_window: int = 0
-    """Characters held at the stream's start for a stray ``</think>`` (models whose chat template
-    may open ``<think>`` in the prompt); ``0``: live text starts at once (openers are still caught)."""
+    think_start_window: int = DEFAULT_START_WINDOW
+    """Characters held at the stream's start for a stray ``</think>`` (a chat template that opened
+    ``<think>`` in the prompt): the same window on every adapter, so the stray-closer rule gives one
+    result for the same text (``rxcord.operators.reasoning_tags``)."""
 
 
 OPENAI_COMPATIBLE_MANDATORY: Final = frozenset({"model", "messages", "stream", "tools", "tool_choice"})

@@ -23,3 +23,36 @@ def cut(text: str, points: Sequence[int], *, keep_empty: bool = False) -> list[s
         return [text[a:b] for a, b in itertools.pairwise(edges)]
     edges = [0, *sorted({p % (len(text) + 1) for p in points}), len(text)]
     return [text[a:b] for a, b in itertools.pairwise(edges) if b > a]
+
+
+THINK_MARKDOWN_TOKENS = st.sampled_from(
+    [
+        "<think>",
+        "</think>",
+        "<mm:think>",
+        "</ns:think >",
+        "<thi",
+        "nk>",
+        "</",
+        "<",
+        "`",
+        "``",
+        "```",
+        "\n```\n",
+        "\n```py\n",
+        "\n~~~\n",
+        "~~~",
+        "\n",
+        "\n\n",
+        "  ",
+        "Hello",
+        "a.b",
+        "x",
+        "👋🏽",
+    ]
+)
+THINK_MARKDOWN = st.lists(
+    st.one_of(THINK_MARKDOWN_TOKENS, st.text(alphabet="ab<>/`~ \n", max_size=3)), max_size=24
+).map("".join)
+"""Content mixing think tags with markdown code (backtick runs, fences, blank lines), for split
+invariance of the code-aware think-tag rule: tags in and out of inline spans and fenced blocks."""

@@ -31,7 +31,9 @@ class Guards:
     """Characters at the stream's start held for a stray ``</think>`` (a template-opened block).
 
     ``0``: nothing is held, so live text starts at once; openers are still caught
-    anywhere. Only adapters whose models may open ``<think>`` in the prompt hold.
+    anywhere. Every adapter that runs the think stripper holds the same window (256),
+    so a leading stray closer gives the same result on each; a graceful stop delivers
+    what the window held as the answer (``rxcord.operators.held_at_stop``).
     """
     spill: bool = False
     """Catch a tagless reasoning tail glued to the first visible text (``spill_guard``)."""

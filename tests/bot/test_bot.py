@@ -22,14 +22,17 @@ async def test_a_mention_gets_a_streamed_reply(world: World, mode: str) -> None:
     handler = logger.add(lines.append, level="DEBUG", filter="rxcord", format="{message} {extra}")
     bot = await world.bot(world.config(mode=mode))
     assert bot.client.user is not None
-    question = "hello gate words=30" if mode == "edit" else "hello words=30"
+    # Edit mode: long enough to pass the think-tag start window (256 characters held by stage 03),
+    # so the preview grows by edits after it.
+    words = 90 if mode == "edit" else 30
+    question = f"hello gate words={words}" if mode == "edit" else "hello words=30"
     asked = await world.say(GENERAL, f"<@{bot.client.user.id}> {question}")
-    if mode == "edit":  # the first twelve words are shown before the rest is written
-        await eventually(lambda: "w10" in world.bot_text(GENERAL), what="the preview to reach w10")
+    if mode == "edit":  # twelve words are written, then the rest once the test opens the gate
+        await eventually(lambda: world.provider.written.get(0, 0) >= 12, what="twelve words written")
         world.provider.gate.set()
     await eventually(lambda: len(bot.finished) == 1, what="the answer")
     text = world.bot_text(GENERAL)
-    assert text == f"Answer to {question}: " + " ".join(f"w{i}" for i in range(30))
+    assert text == f"Answer to {question}: " + " ".join(f"w{i}" for i in range(words))
     first = world.bot_messages(GENERAL)[0]
     assert first["message_reference"]["message_id"] == asked["id"]
     edits = world.emulator.counters.requests["PATCH /channels/{channel_id}/messages/{message_id}"]
@@ -76,8 +79,9 @@ async def test_a_follow_up_interrupts_and_the_second_answer_arrives(world: World
 async def test_stop_flushes_what_was_written(world: World) -> None:
     bot = await world.bot(world.config(mode="edit"))
     await world.say(GENERAL, f"{_me(bot)} stall think")
-    # The preview shows the text routed so far; the provider then stalls.
-    await eventually(lambda: "w10" in world.bot_text(GENERAL), what="the preview to reach w10")
+    # Twelve words are written, still inside stage 03's start window (not previewed yet); the
+    # provider then stalls. The stop delivers what was written (held_at_stop).
+    await eventually(lambda: world.provider.written.get(0, 0) >= 12, what="twelve words written")
     answer = await world.command(GENERAL, "stop")
     await idle(bot)
     assert _status(bot, 0) is StreamStatus.STOPPED_BY_USER
@@ -169,7 +173,8 @@ async def test_a_blocked_user_gets_no_answer(world: World) -> None:
 async def test_shutdown_stops_running_answers_with_a_flush(world: World) -> None:
     bot = await world.bot(world.config(mode="edit"))
     await world.say(GENERAL, f"{_me(bot)} stall")
-    await eventually(lambda: "w10" in world.bot_text(GENERAL), what="the preview to reach w10")
+    # Inside stage 03's start window: shutting down still delivers what was written (held_at_stop).
+    await eventually(lambda: world.provider.written.get(0, 0) >= 12, what="twelve words written")
     await bot.close()
     assert _status(bot, 0) is StreamStatus.STOPPED_BY_USER
     result = bot.finished[0].result

@@ -36,10 +36,29 @@ def test_partial_tag_len_holds_possible_tag_starts() -> None:
 
 
 def test_split_think_blocks_rules() -> None:
-    """Closed blocks, an unclosed opener and a stray closer at the start are routed to reasoning."""
+    """Closed blocks, a starting unclosed block and a stray closer at the start are routed to reasoning;
+    an opener after shown text that never closes was prose (the unclosed-opener rule)."""
     assert split_think_blocks("a<think>r</think>b") == ("ab", "r")
     assert split_think_blocks("r1</think>vis") == ("vis", "r1")
-    assert split_think_blocks("v<mm:think>open") == ("v", "open")
+    assert split_think_blocks("<mm:think>open") == ("", "open")
+    assert split_think_blocks("v<mm:think>open") == ("vopen", "")
+
+
+def test_split_think_blocks_reads_code_as_text() -> None:
+    """Tags in inline code (any run length) and in fenced blocks (closed or not) are text."""
+    for text in (
+        "Use `<think>` tags to mark reasoning. Done.",
+        "Write ``</think>`` or `` `<think>` ``.",
+        "A transcript:\n```\n<think>plan</think>\nHi\n```\nThat is all.",
+        "Unclosed:\n~~~text\n<think>plan",
+        "    ```\n</think>\n    ```",
+    ):
+        assert split_think_blocks(text) == (text, ""), text
+    # Outside the code the rule still applies.
+    assert split_think_blocks("`<think>` <think>r</think>ok") == ("`<think>` ok", "r")
+    # A blank line ends an inline span never closed; a fence line ends one too.
+    assert split_think_blocks("a `b\n\n<think>r</think>c") == ("a `b\n\nc", "r")
+    assert split_think_blocks("a `b\n```\nx\n```\n<think>r</think>c") == ("a `b\n```\nx\n```\nc", "r")
 
 
 @given(st.text(max_size=40), st.text(max_size=40), st.text(max_size=40))

@@ -19,11 +19,12 @@ from rxcord.core.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
+from rxcord.operators.code_spans import CodeTracker
 from rxcord.operators.reasoning_tags import TAG_RE, split_think_blocks
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
 
 from tests.marbles import marbles
-from tests.strategies import CUTS, cut
+from tests.strategies import CUTS, THINK_MARKDOWN, cut
 
 
 def run(pieces: Sequence[str], start_window: int = DEFAULT_START_WINDOW) -> tuple[str, str]:
@@ -89,9 +90,36 @@ def test_tag_variants() -> None:
     )
 
 
-def test_unclosed_block_is_reasoning() -> None:
-    """A block still open at the end of the stream is reasoning, a held partial closer included."""
-    assert run(["Hi <think>plan", " more</thi"]) == ("Hi ", "plan more</thi")
+def test_unclosed_starting_block_is_reasoning() -> None:
+    """A block that starts the content and is still open at the end is reasoning (a leak cut short)."""
+    assert run(["<think>plan", " more</thi"]) == ("", "plan more</thi")
+    assert run(["\n <think>plan", " more"], start_window=0) == ("\n ", "plan more")
+
+
+def test_unclosed_opener_after_shown_text_releases_the_answer() -> None:
+    """An opener after shown text that no closer follows was prose: the text after it is the answer."""
+    assert run(["Use <think> tags to mark reasoning.", " Done."]) == (
+        "Use  tags to mark reasoning. Done.",
+        "",
+    )
+    assert run(["Hi <think>plan", " more</thi"], start_window=0) == ("Hi plan more</thi", "")
+
+
+def test_block_after_shown_text_is_held_until_its_closer() -> None:
+    """Held, not streamed as reasoning: whether it is reasoning is known at the closer."""
+    stripper = ThinkStripper(start_window=0)
+    assert stripper.feed("Hi <think>plan") == ("Hi ", "")
+    assert stripper.feed(" more") == ("", "")
+    assert stripper.feed("</think>there") == ("there", "plan more")
+
+
+def test_closer_written_as_code_in_a_starting_block() -> None:
+    """An odd backtick in leaked reasoning hides its closer; the answer after it is not lost."""
+    text = "<think>press the ` key</think>\n\nHello!"
+    assert run([text]) == ("\n\nHello!", "press the ` key</think>")
+    # With a real closer later, everything up to it is reasoning.
+    quoted = "<think>the `</think>` tag ends it</think>Hi"
+    assert run([quoted]) == ("Hi", "the `</think>` tag ends it")
 
 
 def test_nested_opener_does_not_nest() -> None:
@@ -266,12 +294,73 @@ def test_split_invariance(text: str, points: list[int], window: int) -> None:
 @settings(max_examples=300, deadline=None)
 @given(text=CONTENT, points=CUTS, window=WINDOWS)
 def test_never_emits_a_tag(text: str, points: list[int], window: int) -> None:
-    """No release, and not the joined visible text, contains a think tag."""
+    """No release, and not the joined visible text, contains a think tag (the content has no code)."""
     stripper = ThinkStripper(start_window=window)
     released = [stripper.feed(piece)[0] for piece in cut(text, points)]
     released.append(stripper.finish()[0])
     for piece in [*released, "".join(released)]:
         assert TAG_RE.search(piece) is None
+
+
+def _prose_tags(text: str) -> list[str]:
+    """Tags of *text* outside code, as the code tracker reads it (tags skipped, as stage 03 does)."""
+    tracker = CodeTracker()
+    found: list[str] = []
+    pos = 0
+    while (at := text.find("<", pos)) >= 0:
+        tracker.feed(text, pos, at)
+        match = TAG_RE.match(text, at, at + 64)
+        if match is not None and not tracker.in_code():
+            found.append(match.group(0))
+            pos = match.end()
+            continue
+        tracker.feed(text, at, at + 1)
+        pos = at + 1
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=THINK_MARKDOWN, points=CUTS, window=WINDOWS)
+def test_split_invariance_with_code(text: str, points: list[int], window: int) -> None:
+    """Tags among backtick runs, fences and blank lines: the same bytes cut anywhere, the same result."""
+    assert run(cut(text, points), window) == run([text], window)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=THINK_MARKDOWN, points=CUTS, window=WINDOWS)
+def test_no_tag_outside_code_reaches_the_answer(text: str, points: list[int], window: int) -> None:
+    """The visible text holds tags only inside its own code (what stage 05 will read as code)."""
+    visible, _ = run(cut(text, points), window)
+    assert _prose_tags(visible) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.text(alphabet="ab .\n", max_size=10),
+    ticks=st.integers(min_value=1, max_value=4),
+    inner=st.text(alphabet="ab ", max_size=6),
+    other_run=st.booleans(),
+    after=st.text(alphabet="ab .", max_size=10),
+    tag=st.sampled_from(["<think>", "</think>", "<mm:think>", "</reasoning>"]),
+    points=CUTS,
+    window=WINDOWS,
+)
+def test_a_tag_in_inline_code_is_text(
+    before: str,
+    ticks: int,
+    inner: str,
+    other_run: bool,
+    after: str,
+    tag: str,
+    points: list[int],
+    window: int,
+) -> None:
+    """A tag in a code span (a run of any length, closed by a run of that length) is the answer's text."""
+    run_ = "`" * ticks
+    if other_run:
+        inner += "x" + "`" * (ticks + 1) + "x"  # a run of another length does not close the span
+    text = f"Yes: {before}{run_}{inner}{tag}{inner}{run_}{after}"
+    assert run(cut(text, points), window) == (text, "")
 
 
 @given(
@@ -340,8 +429,8 @@ def test_marble_non_text_chunks_keep_order() -> None:
     }
     expected_lookup = {
         "A": ProcessedChunk.text("Hi "),
-        "B": ProcessedChunk.text("", thoughts=(raw("plan"),)),
-        "X": ProcessedChunk.text("", thoughts=(raw("</thi"),)),
+        "B": ProcessedChunk.text(""),
+        "X": ProcessedChunk.text("plan</thi"),  # an opener after shown text, never closed
         "c": CALL,
         "d": DONE,
     }
