@@ -12,9 +12,9 @@ with a secret in it:
   way ``StreamResult.reasoning`` joins them) each go through a ``SecretHoldback``: text that
   may still be the start of a secret is held until the next delta decides it, every
   occurrence is replaced by ``[redacted]``;
-- a tool call's arguments and an error chunk's error are complete values: redacted whole
-  (``Redactor.value``, ``Redactor.error``); so are the calls the verbatim parser reads
-  from text that was redacted first.
+- a tool call's arguments and replayed fields, an error chunk's error and a non-text chunk's
+  thoughts are complete values: redacted whole (``Redactor.value``, ``Redactor.error``); the
+  verbatim parser reads its calls from text redacted already.
 
 A thought entry whose text is all held stays, empty (a chunk carrying reasoning arms the
 spill guard, whatever the cut). Held text is released just before a non-text chunk (a call,
@@ -22,8 +22,10 @@ an error or ``done`` ends the stream at the orchestrator) and at completion. At 
 stop the stop gate releases it (``tail_at_stop``), following ``rxcord.operators.held_at_stop``:
 each chunk this guard lets pass notes what it still holds after it (``TAIL``, only while it
 holds something, already redacted), and the stop gate emits it as reasoning after what the
-later guards hold: like their held text it was never classified, so it is never shown as the
-answer. It is at most a possible start of a secret, rarely more than a few characters.
+later guards hold. It was never classified (it may be inside a think block the later guards
+have not seen yet) and it is at most a possible start of a secret, rarely more than a few
+characters: a stop in the middle of a key must not post its first characters, so it is kept
+as reasoning, never shown and never lost.
 
 The stage is in the pipeline whenever the stream knows a secret (``StageContext.redactor``);
 it costs one C-speed search per delta when no secret can start in it.
