@@ -492,6 +492,7 @@ class RxcordBot:
             tool_handler=self.tools.handle if self.tools is not None else None,
             max_rounds=self.config.tools.max_rounds if self.config.tools is not None else 0,
             cooldown=self.cooldown,
+            secrets=(self.secrets.token,),  # redacted by value, the text stream too (the sink hides it)
         )
         _log.info(
             "answer in channel {channel}: {status}, {n} message(s)",
