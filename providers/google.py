@@ -28,15 +28,11 @@ part (the API rejects a function-calling history without it).
 
 Resent text
 -----------
-Some Gemini backends resend a text part they already sent. The rule, kept
-narrow on purpose: a text part is dropped only when the *whole part*, at
-least ``MIN_RESENT_PART_CHARS`` characters long, equals the tail of the text
-already emitted on the same channel (visible text and thought summaries are
-tracked apart). Partial overlaps are never trimmed, and short parts ("\n",
-"ha") are never dropped, because models legitimately repeat them. The cost
-is that a model repeating its own previous part of 20+ characters verbatim
-at a chunk boundary loses that repeat; such a repeat is almost always a
-degenerate loop anyway.
+Some Gemini backends resend text: a whole part again, the start of a part restating the end of
+the last one, or everything so far. Each channel (visible text, thought summaries) drops what a
+part restates by the one rule of ``rxcord.providers.resend``: a part beginning with the last
+``MIN_RESENT_PART_CHARS`` or more characters emitted restates them, unless that overlap repeats a
+shorter unit ("ha ha ha", "|---|---|"); shorter repeats ("\n", "ha") are always kept.
 """
 
 from __future__ import annotations
@@ -75,6 +71,7 @@ from rxcord.core.types import (
 )
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.errors import classify_stream_error, content_blocked, describe_error
+from rxcord.providers.resend import MIN_RESENT_CHARS, ResendFilter
 from rxcord.providers.unrecognized import RecognitionCheck
 from rxcord.providers.usage import from_gemini
 
@@ -82,11 +79,8 @@ _log = logger.bind(stage="03-normalize", provider="google")
 
 PROVIDER: Final = "google"
 
-MIN_RESENT_PART_CHARS: Final = 20
-"""Shortest whole part the resend rule may drop (see the module docstring)."""
-
-_TAIL_KEEP: Final = 8192
-"""Characters of emitted text kept per channel for the resend check."""
+MIN_RESENT_PART_CHARS: Final = MIN_RESENT_CHARS
+"""Shortest restatement the resend rule drops (``rxcord.providers.resend``)."""
 
 MAX_STOP_SEQUENCES: Final = 5
 """Gemini accepts at most five stop sequences."""
@@ -389,8 +383,8 @@ def _blocked_categories(candidate: Mapping[str, Any]) -> list[str]:
 class GeminiNormalizer:
     """Stage 03 for one Gemini stream (see the module docstring for what is held back and why)."""
 
-    _tails: dict[ThoughtKind | None, str] = attrs.field(factory=dict, init=False)
-    """Emitted text per channel (``None``: visible text), for the resend rule."""
+    _emitted: dict[ThoughtKind | None, ResendFilter] = attrs.field(factory=dict, init=False)
+    """The resend rule's state per channel (``None``: visible text)."""
     _usage: Usage | None = attrs.field(default=None, init=False)
     """The last usage report."""
     _usage_sent: Usage | None = attrs.field(default=None, init=False)
@@ -450,8 +444,9 @@ class GeminiNormalizer:
                 if isinstance(part, Mapping):
                     out.extend(self._part(part))
         summary = candidate.get("thoughtSummary")
-        if isinstance(summary, str) and summary and not self._resent(ThoughtKind.SUMMARY, summary):
-            out.append(_thought(ThoughtLogEntry(kind=ThoughtKind.SUMMARY, text=summary)))
+        fresh = self._fresh(ThoughtKind.SUMMARY, summary) if isinstance(summary, str) else ""
+        if fresh:
+            out.append(_thought(ThoughtLogEntry(kind=ThoughtKind.SUMMARY, text=fresh)))
         finish = candidate.get("finishReason")
         if isinstance(finish, str) and finish:
             out.extend(self._finish(finish, candidate))
@@ -475,15 +470,17 @@ class GeminiNormalizer:
         text = part.get("text")
         summary = part.get("thoughtSummary")
         if part.get("thought") is True or isinstance(summary, str):
-            body = text if isinstance(text, str) else summary
+            # {"text": "", "thoughtSummary": "..."}: the summary is the field that has text.
+            body = text if isinstance(text, str) and text else summary
             thoughts: list[ThoughtLogEntry] = []
-            if isinstance(body, str) and body and not self._resent(ThoughtKind.SUMMARY, body):
-                thoughts.append(ThoughtLogEntry(kind=ThoughtKind.SUMMARY, text=body))
+            fresh = self._fresh(ThoughtKind.SUMMARY, body) if isinstance(body, str) else ""
+            if fresh:
+                thoughts.append(ThoughtLogEntry(kind=ThoughtKind.SUMMARY, text=fresh))
             if signature is not None:
                 thoughts.append(signature)
             return [ProcessedChunk.text("", thoughts=tuple(thoughts))] if thoughts else []
         if isinstance(text, str):
-            visible = text if text and not self._resent(None, text) else ""
+            visible = self._fresh(None, text)
             sig = (signature,) if signature is not None else ()
             return [ProcessedChunk.text(visible, thoughts=sig)] if visible or sig else []
         if signature is not None:
@@ -491,13 +488,17 @@ class GeminiNormalizer:
         _log.debug("filtered an unsupported part: {keys}", keys=sorted(part))
         return []
 
-    def _resent(self, channel: ThoughtKind | None, text: str) -> bool:
-        tail = self._tails.get(channel, "")
-        if len(text) >= MIN_RESENT_PART_CHARS and tail.endswith(text):
-            _log.debug("dropped a resent part of {n} chars", n=len(text))
-            return True
-        self._tails[channel] = (tail + text)[-_TAIL_KEEP:]
-        return False
+    def _fresh(self, channel: ThoughtKind | None, text: str) -> str:
+        """*text* without what it restates of the channel's emitted text (the resend rule)."""
+        if not text:
+            return ""
+        emitted = self._emitted.get(channel)
+        if emitted is None:
+            emitted = self._emitted[channel] = ResendFilter()
+        fresh = emitted.fresh(text)
+        if len(fresh) < len(text):
+            _log.debug("dropped {n} resent chars of a part", n=len(text) - len(fresh))
+        return fresh
 
     def _finish(self, finish: str, candidate: Mapping[str, Any]) -> list[ProcessedChunk]:
         if finish in _BLOCKED_FINISH:
@@ -568,7 +569,12 @@ def _event_meaningful(data: object) -> bool:
         return False
     return any(
         isinstance(part, Mapping)
-        and (bool(part.get("text")) or "functionCall" in part or bool(part.get("thoughtSignature")))
+        and (
+            bool(part.get("text"))
+            or bool(part.get("thoughtSummary"))
+            or "functionCall" in part
+            or bool(part.get("thoughtSignature"))
+        )
         for part in parts
     )
 
