@@ -147,9 +147,14 @@ def _code_spans_as_blocks(body: str, fences: list[FenceSpan], limit: int) -> str
     blocks = [(f.start, len(body) if f.end is None else f.end) for f in fences]
     parts: list[str] = []
     last = 0
+    k = 0  # spans come in text order: one pointer walks the (sorted) blocks
     for match in _CODE_SPAN.finditer(body):
         start, end = match.span()
-        if end - start + len(QUOTE) <= limit or any(a <= start < b for a, b in blocks):
+        if end - start + len(QUOTE) <= limit:
+            continue
+        while k < len(blocks) and blocks[k][1] <= start:
+            k += 1
+        if k < len(blocks) and blocks[k][0] <= start:
             continue
         text_before = body[last:start]
         before = "" if start == 0 or body[start - 1] == "\n" else "\n"
