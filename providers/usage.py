@@ -38,6 +38,8 @@ from __future__ import annotations
 __all__ = (
     "MAX_COST",
     "MAX_TOKENS",
+    "LedgerEntry",
+    "ReviewLedger",
     "TurnUsageSample",
     "UsageReport",
     "clamp_usage",
@@ -395,7 +397,45 @@ class TurnUsageSample:
     cost: float | None
     """The reported cost summed over the turn's requests; ``None`` unless every request reported one."""
     requests: int
-    """Provider responses in the turn."""
+    """Provider responses in the turn (ledger entries, when a ledger supplied the accounting)."""
+    accounting: Literal["stream", "ledger"] = "stream"
+    """Who supplied the numbers: the turn's stream segments, or its response-review ledger."""
+
+
+@attrs.frozen(kw_only=True)
+class LedgerEntry:
+    """One request a response-review ledger accounts for, with the source of its numbers."""
+
+    usage: Usage
+    measurement: Measurement
+    """``measured``: the provider reported it; ``estimated``: the reviewer estimated it."""
+
+
+@attrs.define
+class ReviewLedger:
+    """A turn's response-review ledger: when it holds entries, it supplies the turn's accounting.
+
+    A response reviewer (or anything that re-runs, re-prices or reconciles the turn's requests)
+    records one entry per request it accounts for. Each entry keeps its measurement source, and
+    one estimated entry makes the whole turn ``estimated``, even when other requests reported
+    native usage. An empty ledger supplies nothing: the stream segments are used.
+    """
+
+    entries: list[LedgerEntry] = attrs.field(factory=list)
+
+    def record(self, usage: Usage, *, measurement: Measurement = "measured") -> None:
+        """Add one request's usage.
+
+        Raises:
+            ValueError: *usage* breaks the usage bounds (``usage_problem`` says which), or
+                *measurement* is neither ``measured`` nor ``estimated``.
+        """
+        problem = usage_problem(usage)
+        if problem is not None:
+            raise ValueError(f"review ledger entry refused: {problem}")
+        if measurement not in ("measured", "estimated"):
+            raise ValueError(f"review ledger entry refused: measurement {measurement!r}")
+        self.entries.append(LedgerEntry(usage=usage, measurement=measurement))
 
 
 def _estimate(output_text: str) -> Usage:
@@ -403,13 +443,22 @@ def _estimate(output_text: str) -> Usage:
 
 
 def turn_usage_sample(
-    provider: str, model: str, responses: Sequence[tuple[Usage | None, str]]
+    provider: str,
+    model: str,
+    responses: Sequence[tuple[Usage | None, str]],
+    *,
+    ledger: ReviewLedger | None = None,
 ) -> TurnUsageSample | None:
     """The sample for a turn whose responses reported *responses* (``(usage or None, output text)``).
 
-    A response without usage is estimated from its output text (input unknown: counted 0),
-    and the sample is then labelled ``estimated``. ``None`` for a turn with no response.
+    A *ledger* with entries supplies the accounting instead of the responses (the overview:
+    "response-review ledgers supply accounting when present; otherwise stream segments supply
+    it"), labelled ``estimated`` when any entry is. Otherwise a response without usage is
+    estimated from its output text (input unknown: counted 0), and the sample is then labelled
+    ``estimated``. ``None`` for a turn with no response and no ledger entry.
     """
+    if ledger is not None and ledger.entries:
+        return _ledger_sample(provider, model, ledger.entries)
     if not responses:
         return None
     estimated = any(usage is None for usage, _ in responses)
@@ -425,6 +474,24 @@ def turn_usage_sample(
         cache_write_tokens=total.cache_write_tokens,
         cost=total.cost,
         requests=len(responses),
+    )
+
+
+def _ledger_sample(provider: str, model: str, entries: Sequence[LedgerEntry]) -> TurnUsageSample:
+    total = sum_turn_usage(entry.usage for entry in entries)
+    assert total is not None
+    estimated = any(entry.measurement == "estimated" for entry in entries)
+    return TurnUsageSample(
+        provider=provider,
+        model=model,
+        measurement="estimated" if estimated else "measured",
+        input_tokens=total.input_tokens,
+        output_tokens=total.output_tokens,
+        cache_read_tokens=total.cache_read_tokens,
+        cache_write_tokens=total.cache_write_tokens,
+        cost=total.cost,
+        requests=len(entries),
+        accounting="ledger",
     )
 
 

@@ -71,7 +71,13 @@ from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.errors import provider_limit
 from rxcord.providers.hooks import ProviderRequestDeniedError
 from rxcord.providers.transport import TransportConfig
-from rxcord.providers.usage import TurnUsageSample, record_turn_usage, sum_turn_usage, turn_usage_sample
+from rxcord.providers.usage import (
+    ReviewLedger,
+    TurnUsageSample,
+    record_turn_usage,
+    sum_turn_usage,
+    turn_usage_sample,
+)
 from rxcord.sinks.base import DiscordSink
 
 _log = logger.bind(stage="turn")
@@ -231,6 +237,7 @@ async def run_turn(
     pipeline: Pipeline | None = None,
     secrets: Sequence[str] = (),
     cooldown: KeyCooldown | None = None,
+    review_ledger: ReviewLedger | None = None,
 ) -> TurnResult:
     """Answer one user message: fallback across candidates, tool loop, one notice on failure.
 
@@ -251,6 +258,8 @@ async def run_turn(
             webhook token (``rxcord.compose.run.stream_redactor``).
         cooldown: Where keys that failed for themselves wait (share one across turns);
             ``None``: they are skipped for the rest of this turn only.
+        review_ledger: The turn's response-review ledger: its entries, when it has any, supply
+            the ``turn_usage`` sample instead of the streams (``rxcord.providers.usage``).
     """
     if not candidates:
         raise ValueError("run_turn needs at least one candidate")
@@ -285,7 +294,7 @@ async def run_turn(
         messages.extend(await _tool_messages(result, tool_handler))
     assert result is not None
     last = next((c for c in candidates if c.label == attempts[-1].label), candidates[-1])
-    record_turn_usage(_turn_sample(last, results))
+    record_turn_usage(_turn_sample(last, results, review_ledger))
     notice = False
     embed = None if cfg.suppress_user_errors else _turn_notice(result, attempts, last.adapter.describe_error)
     if embed is not None:
@@ -310,14 +319,16 @@ async def run_turn(
     )
 
 
-def _turn_sample(candidate: Candidate, results: Sequence[StreamResult]) -> TurnUsageSample | None:
-    """The turn's ``turn_usage`` sample: the responses that produced usage or output."""
+def _turn_sample(
+    candidate: Candidate, results: Sequence[StreamResult], ledger: ReviewLedger | None = None
+) -> TurnUsageSample | None:
+    """The turn's ``turn_usage`` sample: the ledger's entries, else the responses with usage or output."""
     responses = [
         (r.usage, _output_text(r))
         for r in results
         if r.usage is not None or r.visible_text or r.reasoning or r.function_calls
     ]
-    return turn_usage_sample(candidate.adapter.name, candidate.model, responses)
+    return turn_usage_sample(candidate.adapter.name, candidate.model, responses, ledger=ledger)
 
 
 def _output_text(result: StreamResult) -> str:
