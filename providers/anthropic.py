@@ -647,6 +647,11 @@ class AnthropicAdapter:
         return PROVIDER
 
     @property
+    def default_base_url(self) -> str:
+        """The public API; another origin is a custom endpoint (``rxcord.providers.ssrf``)."""
+        return ANTHROPIC_BASE_URL
+
+    @property
     def policy(self) -> DegradationPolicy:
         """Degradation is disabled: Anthropic's 400s name real request bugs, not optional fields."""
         return _POLICY

@@ -5,6 +5,10 @@ An adapter is a stateless description of one provider's wire format:
 ``new_normalizer`` (stage 03) makes the per-stream ``ChunkNormalizer``;
 ``is_meaningful`` and ``rejection`` let the shared transport (stage 02)
 decide commitment and parameter degradation without knowing the format.
+
+An adapter may also name its public API as ``default_base_url``: the transport guards
+every URL of another origin as a custom endpoint (``rxcord.providers.ssrf.is_custom_endpoint``);
+an adapter without one is always guarded.
 """
 
 from __future__ import annotations

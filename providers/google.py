@@ -602,6 +602,11 @@ class GoogleAdapter:
         return PROVIDER
 
     @property
+    def default_base_url(self) -> str:
+        """The public API; another origin is a custom endpoint (``rxcord.providers.ssrf``)."""
+        return GOOGLE_BASE_URL
+
+    @property
     def policy(self) -> DegradationPolicy:
         """Degradation is disabled: Gemini's 400s name real request bugs, not optional fields."""
         return _POLICY

@@ -1018,6 +1018,11 @@ class ChatCompletionsAdapter:
         """Provider identity."""
         return self.wire.provider
 
+    @property
+    def default_base_url(self) -> str | None:
+        """The provider's public API; another origin is a custom endpoint (``rxcord.providers.ssrf``)."""
+        return self.wire.default_base_url
+
     def extra_headers(self) -> dict[str, str]:
         """Provider-specific headers besides authorization."""
         return {}

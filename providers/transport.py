@@ -26,10 +26,11 @@ Limits: connect, first-byte and idle-between-chunks timeouts (a stall
 becomes a retryable ``timeout`` error, never a hang), a cap on a non-streamed
 body (1 MiB) and on a streamed body, and a bound on one SSE line.
 
-Custom endpoints (``is_custom_endpoint``) pass the SSRF guard
+Custom endpoints (``is_custom_endpoint``: any origin other than the adapter's
+default, so a built-in provider's base-URL override too) pass the SSRF guard
 (``rxcord.providers.ssrf``) before every attempt, retries included, on every
 path that reaches this transport; ``TransportConfig.allow_private_network`` is
-the one opt-out.
+the one opt-out. A malformed request URL is an ``InputError`` naming ``base_url``.
 
 Secrets by value (``rxcord.core.redact``): the configured secrets (by default the
 request's own credentials) are replaced in every SSE event's bytes before they
@@ -62,7 +63,7 @@ from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
 from rxcord.providers.sse import SseLineTooLong, SseParser
-from rxcord.providers.ssrf import SsrfGuard
+from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
 from yarl import URL
 
 _log = logger.bind(stage="02-transport")
@@ -367,7 +368,8 @@ class _Pump:
         name = self.adapter.name
         try:
             async with contextlib.AsyncExitStack() as stack:
-                url = URL(self.request.url)  # parsed once: the host checked is the host connected to
+                # Parsed once (an InputError if unusable): the host checked is the host connected to.
+                url = endpoint_url(self.request.url)
                 session = await self._session(stack, url)
                 data = encode_body(body)
                 self.stats.bodies_sent.append(data)
@@ -407,7 +409,7 @@ class _Pump:
 
     async def _session(self, stack: contextlib.AsyncExitStack, url: URL) -> aiohttp.ClientSession:
         connector: aiohttp.TCPConnector | None = None
-        if is_custom_endpoint(self.adapter):
+        if is_custom_endpoint(self.adapter, url):
             # Raises before any connection exists; a host name gets a connector pinned to the
             # checked addresses, an IP literal needs none (aiohttp connects to it without a lookup).
             connector = await self.cfg.ssrf_guard.connector(
@@ -511,15 +513,6 @@ class _Pump:
     def _end_of_events(self, state: _Commit) -> None:
         if not state.seen:
             self._offer([_empty(self.adapter.name)], state)
-
-
-def is_custom_endpoint(adapter: ProviderAdapter) -> bool:
-    """Whether *adapter*'s endpoint is a custom one, which the SSRF guard checks on every attempt.
-
-    The custom adapter has no built-in endpoint: its base URL is configuration a bot's users
-    may control. The built-in providers' public APIs are not checked.
-    """
-    return adapter.name == "custom"
 
 
 def _event_chunks(

@@ -38,6 +38,8 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from rxcord import DeliveryMode, FunctionCall, InputError, ToolSpec
+from rxcord.core.errors import SsrfRefusedError
+from rxcord.providers.ssrf import endpoint_url, precheck
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
 PLACEHOLDERS: Final = frozenset(
@@ -335,7 +337,46 @@ def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
         raise ConfigError(
             _where(source, text, ("provider", "base_url"), "is required for the custom provider")
         )
+    problem = _base_url_problem(config.provider)
+    if problem is not None:
+        raise ConfigError(_where(source, text, ("provider", "base_url"), problem))
     return config
+
+
+def _base_url_problem(section: ProviderSection) -> str | None:
+    """Why ``[provider] base_url`` cannot be used, judged as the transport will judge it.
+
+    A malformed URL, and an IP literal the SSRF guard refuses (loopback or private without
+    ``allow_private_network = true``; cloud metadata and the other never-local ranges always),
+    are refused here, when the file is read. A host name is resolved, and so checked, at each
+    request (``rxcord.providers.ssrf``).
+    """
+    if not section.base_url:
+        return None
+    try:
+        url = endpoint_url(section.base_url, setting="base_url")
+    except InputError as exc:
+        return str(exc).removeprefix("base_url: ")
+    host = url.raw_host or ""
+    opted_out = section.allow_private_network
+    try:
+        precheck(host, allow_private_network=opted_out)
+    except SsrfRefusedError as exc:
+        reason = f"{exc.host} is refused by the SSRF guard ({exc.why})"
+        if exc.address == "-":
+            return f"{reason}; {exc.hint}" if exc.hint else reason
+        if not opted_out and _passes(host, allow_private_network=True):
+            return f"{reason}; a local or private server needs allow_private_network = true in [provider]"
+        return f"{reason}; not allowed even with allow_private_network = true"
+    return None
+
+
+def _passes(host: str, *, allow_private_network: bool) -> bool:
+    try:
+        precheck(host, allow_private_network=allow_private_network)
+    except SsrfRefusedError:
+        return False
+    return True
 
 
 def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: tuple[str, ...]) -> tuple[str, ...] | None:

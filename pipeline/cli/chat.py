@@ -23,6 +23,7 @@ from rxcord.core.errors import InputError, MissingCredentialError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode
 from rxcord.providers.registry import default_registry
+from rxcord.providers.ssrf import endpoint_url
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
 
@@ -56,6 +57,8 @@ async def chat_command(args: argparse.Namespace, out: Callable[[str], None]) -> 
     api_key = os.environ.get(variable)
     if not api_key:
         raise MissingCredentialError(variable)
+    if args.base_url:
+        endpoint_url(args.base_url, setting="--base-url")  # malformed: an InputError naming the flag
     base_url = args.base_url or DEFAULT_BASE_URLS.get(args.provider)
     if not base_url:
         raise InputError("--base-url is required for the custom provider")

@@ -33,7 +33,6 @@ import os
 import sys
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from rxcord.core import safe_json
 from rxcord.core.errors import InputError
@@ -50,6 +49,7 @@ from rxcord.providers.decisions import (
     custom_provider,
     reference_for,
 )
+from rxcord.providers.ssrf import endpoint_url
 
 CLI_MAX_INPUT_TOKENS: Final = 32_000
 """The documented input ceiling of the reference decision model (Jev 1.13: 32,000 tokens)."""
@@ -107,9 +107,7 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 def _option(args: argparse.Namespace) -> DecisionModelOption:
     protocol = DecisionProtocol(args.protocol)
-    parts = urlsplit(args.base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError("--base-url must be an http(s) URL")
+    endpoint_url(args.base_url, setting="--base-url")  # an InputError naming the flag
     if not args.model.strip():
         raise InputError("--model must not be empty")
     if protocol is DecisionProtocol.OPENROUTER:

@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--allow-loopback",
         action="store_true",
-        help="let a custom endpoint reach loopback and private addresses (a local model server)",
+        help="let --base-url reach loopback and private addresses (a local model server); "
+        "cloud metadata addresses stay refused",
     )
     bot = commands.add_parser("bot", help="run a Discord bot from a config file (needs rxcord[bot])")
     bot.add_argument("--config", required=True, metavar="TOML", help="the bot's configuration file")

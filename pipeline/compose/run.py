@@ -39,6 +39,7 @@ from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.hooks import ProviderRequestDeniedError, denial_translator_registered
+from rxcord.providers.ssrf import endpoint_url
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
@@ -292,7 +293,13 @@ async def stream_to_discord(
 
     Stage 01 (``adapter.build_request``) runs here; the rest is the chain, built from
     *pipeline* (``Pipeline.default()`` when ``None``: see ``rxcord.compose.pipeline``).
+
+    Raises:
+        rxcord.core.errors.InputError: *base_url* is not a usable URL (the message names
+            ``base_url``); checked before anything is built or sent.
     """
+    if base_url:  # empty or None: the adapter's default
+        endpoint_url(base_url)
     http = adapter.build_request(request, base_url=base_url, api_key=api_key, stream=True)
     cfg = config or StreamConfig()
     if request.prefill and not cfg.prefill and _sends_prefill(adapter, request):

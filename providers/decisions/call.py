@@ -51,7 +51,6 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
-from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
@@ -105,8 +104,9 @@ from rxcord.providers.decisions.wire_openrouter import OPENROUTER_DECISIONS_ORIG
 from rxcord.providers.decisions.wire_systemone import SystemOneCodec
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_context, find_denial
-from rxcord.providers.ssrf import SsrfGuard
+from rxcord.providers.ssrf import SsrfGuard, endpoint_url, same_origin
 from rxcord.providers.usage import report_usage
+from yarl import URL
 
 _log = logger.bind(stage="decisions")
 
@@ -241,11 +241,9 @@ class _Call:
                 _log.opt(exception=exc).warning("decision usage callback failed; the call continues")
 
 
-def _guarded(option: DecisionModelOption) -> bool:
-    if option.is_custom:
-        return True
-    parts = urlsplit(option.base_url)
-    return f"{parts.scheme}://{parts.netloc}".lower() != OPENROUTER_DECISIONS_ORIGIN
+def _guarded(option: DecisionModelOption, url: URL) -> bool:
+    """Custom entries always; a native entry whose origin is not OpenRouter's (the transport's rule)."""
+    return option.is_custom or not same_origin(url, URL(OPENROUTER_DECISIONS_ORIGIN))
 
 
 class Decisions:
@@ -301,6 +299,10 @@ class Decisions:
         Returns:
             One result per kind (see ``rxcord.providers.decisions.types``); never raises for a
             provider failure.
+
+        Raises:
+            rxcord.core.errors.InputError: The option's ``base_url`` is not a usable URL (no
+                host, userinfo, not http(s), a bad port...): configuration, not a provider failure.
         """
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -463,15 +465,13 @@ class Decisions:
     async def _session(
         self, stack: contextlib.AsyncExitStack, option: DecisionModelOption
     ) -> aiohttp.ClientSession:
-        parts = urlsplit(option.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SsrfRefusedError(host=parts.hostname or "-", address="-", why="not an http(s) URL")
-        if not _guarded(option):
+        url = endpoint_url(option.base_url)  # an InputError naming base_url if unusable
+        if not _guarded(option, url):
             if self.session is not None:
                 return self.session
             return await stack.enter_async_context(aiohttp.ClientSession())
         connector = await self.config.ssrf_guard.connector(
-            option.base_url, allow_private_network=self.config.allow_private_network
+            url, allow_private_network=self.config.allow_private_network
         )  # raises before any connection exists
         return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
 

@@ -31,7 +31,18 @@ async def test_chat_streams_to_the_terminal(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-chat-test")
     async with ReplayServer(body=THINK) as server:
         code = await asyncio.to_thread(
-            main, ["chat", "--provider", "openai", "--model", "gpt-test", "--base-url", server.base_url, "hi"]
+            main,
+            [
+                "chat",
+                "--allow-loopback",
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-test",
+                "--base-url",
+                server.base_url,
+                "hi",
+            ],
         )
     out = capsys.readouterr().out
     assert code == 0 and "Stones remember rain" in out and "haiku about rivers" not in out
@@ -45,7 +56,16 @@ async def test_chat_delivers_to_a_discord_channel(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test")
         monkeypatch.setenv("DISCORD_BOT_TOKEN", emulator.config.token)
         monkeypatch.setenv("RXCORD_DISCORD_BASE_URL", emulator.base_url)
-        argv = ["chat", "--provider", "nvidia", "--model", "m", "--base-url", server.base_url]
+        argv = [
+            "chat",
+            "--allow-loopback",
+            "--provider",
+            "nvidia",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+        ]
         code = await asyncio.to_thread(
             main, [*argv, "--discord-channel", "880", "--delivery", "aggregated", "hi"]
         )

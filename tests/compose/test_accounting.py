@@ -22,6 +22,7 @@ from rxcord.core.types import StopKind, StreamStatus
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.hooks import ProviderRequest, register_request_hook
 from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
 
 REQUEST = ChatRequest(model="m", messages=(Message.user("hi"),))
@@ -73,7 +74,11 @@ def _job(server: ReplayServer, sink: Any = None) -> StreamJob:
     adapter = OpenAIAdapter()
     http = adapter.build_request(REQUEST, base_url=server.base_url, api_key="k", stream=True)
     return StreamJob(
-        adapter=adapter, request=http, sink=sink or MemorySink(), context=StreamContext(channel_id="1")
+        adapter=adapter,
+        request=http,
+        sink=sink or MemorySink(),
+        context=StreamContext(channel_id="1"),
+        transport=TransportConfig(allow_private_network=True),  # the replay server is on 127.0.0.1
     )
 
 

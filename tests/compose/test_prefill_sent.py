@@ -11,6 +11,7 @@ from rxcord.core.request import ChatRequest, Message, SamplerSettings
 from rxcord.core.types import StreamStatus
 from rxcord.io.replay import ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
+from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
 
 CAPTURE = Path(__file__).parent.parent / "fixtures" / "captures" / "anthropic" / "text.sse"
@@ -35,6 +36,7 @@ async def test_prefill_shown_exactly_when_sent(effort: str | None) -> None:
             base_url=server.base_url,
             api_key="k",
             context=StreamContext(),
+            transport=TransportConfig(allow_private_network=True),  # the replay server is on 127.0.0.1
         )
         (served,) = server.requests
     sent = served.body["messages"][-1]

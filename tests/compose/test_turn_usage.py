@@ -14,6 +14,7 @@ from rxcord.io.replay import ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import (
     TurnUsageSample,
     UsageReport,
@@ -25,6 +26,7 @@ from rxcord.sinks.memory import MemorySink
 
 SSE = "text/event-stream"
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
+LOCAL = TransportConfig(allow_private_network=True)  # the replay server is on 127.0.0.1
 REQUEST = ChatRequest(model="m", messages=(Message.user("hi"),))
 
 
@@ -68,7 +70,7 @@ async def test_each_report_carries_provider_model_and_request_id() -> None:
     async with ReplayServer(body=b"", responses=responses) as server:
         candidates = fallback_order(OpenAIAdapter(), ["gpt-x"], ["k"], base_url=server.base_url)
         with with_usage_reporter(reports.append):
-            await run_turn(candidates, REQUEST, sink=MemorySink(), tool_handler=_lookup)
+            await run_turn(candidates, REQUEST, sink=MemorySink(), transport=LOCAL, tool_handler=_lookup)
     assert [(r.provider, r.model, r.request_id) for r in reports] == [
         ("openai", "gpt-x", "chatcmpl-A"),
         ("openai", "gpt-x", "chatcmpl-B"),
@@ -86,7 +88,7 @@ async def test_request_id_of_anthropic_and_gemini_streams() -> None:
         async with ReplayServer(body=capture.read_bytes()) as server:
             candidates = fallback_order(adapter, [model], ["k"], base_url=server.base_url)
             with with_usage_reporter(reports.append):
-                await run_turn(candidates, REQUEST, sink=MemorySink())
+                await run_turn(candidates, REQUEST, sink=MemorySink(), transport=LOCAL)
         (report,) = reports
         assert report.provider == adapter.name and report.model == model
         assert report.request_id is not None and report.request_id in capture.read_text()
@@ -107,7 +109,7 @@ async def test_a_turn_emits_one_sample_to_the_log_and_the_hooks() -> None:
             candidates = fallback_order(OpenAIAdapter(), ["gpt-x"], ["secret-key"], base_url=server.base_url)
             dispose_other()
             dispose_other()
-            await run_turn(candidates, REQUEST, sink=MemorySink(), tool_handler=_lookup)
+            await run_turn(candidates, REQUEST, sink=MemorySink(), transport=LOCAL, tool_handler=_lookup)
     finally:
         dispose()
         logger.remove(sink_id)

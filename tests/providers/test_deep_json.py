@@ -99,7 +99,11 @@ async def _stream(
     adapter = OpenAIAdapter()
     async with ReplayServer(body=body, status=status, content_type=content_type) as server:
         http = adapter.build_request(CHAT, base_url=server.base_url, api_key="k")
-        return await drain(stream_source(adapter, http, config=TransportConfig(transient_retries=0)))
+        return await drain(
+            stream_source(
+                adapter, http, config=TransportConfig(transient_retries=0, allow_private_network=True)
+            )
+        )
 
 
 @pytest.mark.parametrize("depth", [DEPTH, safe_json.MAX_DEPTH + 1])

@@ -41,7 +41,9 @@ def _no_connections(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         attempts.append((args, kwargs))
         raise AssertionError("a connection was attempted")
 
+    # aiohttp opens the socket with loop.sock_connect (aiohappyeyeballs) before create_connection.
     monkeypatch.setattr(asyncio.BaseEventLoop, "create_connection", refuse)
+    monkeypatch.setattr(asyncio.selector_events.BaseSelectorEventLoop, "sock_connect", refuse)
     return attempts
 
 
@@ -73,7 +75,22 @@ REFUSED = [
     ("169.254.169.254", "link-local", False),
     ("fe80::1", "link-local", False),
     ("fe80::1%eth0", "link-local", False),
-    ("fd00:ec2::254", "cloud metadata", False),
+    ("fd00:ec2::254", "cloud metadata (AWS)", False),
+    ("fd20:ce::254", "cloud metadata (Google Cloud)", False),
+    ("fd00:c1::a9fe:a9fe", "cloud metadata (Oracle Cloud)", False),
+    # Metadata services inside a range the opt-out lifts (CGNAT) or in public space: never local.
+    ("100.100.100.200", "cloud metadata (Alibaba Cloud)", False),
+    ("::ffff:100.100.100.200", "Alibaba Cloud), embedded in a IPv4-mapped", False),
+    ("64:ff9b::6464:64c8", "Alibaba Cloud), embedded in a NAT64", False),
+    ("2002:6464:64c8::", "Alibaba Cloud), embedded in a 6to4", False),
+    ("168.63.129.16", "cloud metadata (Azure WireServer)", False),
+    ("::ffff:168.63.129.16", "Azure WireServer), embedded in a IPv4-mapped", False),
+    # Local-use NAT64 (64:ff9b:1::/48, lifted by the opt-out) carrying metadata, /96 and /48 layouts.
+    ("64:ff9b:1::a9fe:a9fe", "embedded in a local-use NAT64", False),
+    ("64:ff9b:1:a9fe:a9:fe00::", "embedded in a local-use NAT64", False),
+    ("64:ff9b:1::a00:1", "local-use NAT64", True),  # 10.0.0.1 through it: local
+    ("64:ff9b:1::808:808", "local-use NAT64", True),  # a local translator, whatever it reaches
+    ("100.100.100.199", "CGNAT", True),  # beside Alibaba Cloud's metadata address
     ("0.0.0.0", "unspecified", False),
     ("::", "unspecified", False),
     ("224.0.0.1", "multicast", False),
@@ -82,7 +99,9 @@ REFUSED = [
     ("192.88.99.1", "6to4 relay", False),
     ("192.0.2.7", "documentation", False),
     ("2001:db8::1", "documentation", False),
-    ("::7f00:1", "reserved", False),  # IPv4-compatible ::127.0.0.1
+    ("::7f00:1", "loopback, embedded in an IPv4-compatible", False),  # deprecated: never allowed
+    ("::a9fe:a9fe", "cloud metadata), embedded in an IPv4-compatible", False),
+    ("::808:808", "reserved (IPv4-compatible", False),  # public inside, refused all the same
     # IPv6 forms carrying an IPv4 address: the embedded one is checked
     ("::ffff:10.1.2.3", "private, embedded in a IPv4-mapped", True),
     ("::ffff:169.254.169.254", "link-local", False),
@@ -109,6 +128,8 @@ ALLOWED = [
     "64:ff9b::808:808",  # NAT64 of 8.8.8.8
     "2002:808:808::1",  # 6to4 of 8.8.8.8
     "2001:0:4136:e378:8000:63bf:f7f7:f7f7",  # Teredo, server and client public
+    "168.63.129.15",  # beside Azure's WireServer
+    "168.63.129.17",
 ]
 
 
@@ -198,7 +219,21 @@ async def test_the_normalised_host_is_checked(url: str) -> None:
     assert lookups in ([], ["localhost."])  # a literal is never looked up; a name is, once
 
 
-@pytest.mark.parametrize("host", ["2130706433", "0", "127.1", "0177.0.0.1", "1.2.3"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "2130706433",
+        "0",
+        "127.1",
+        "0177.0.0.1",
+        "1.2.3",
+        "0x7f000001",
+        "0x7f.1",
+        "0XA9.0XFE.0XA9.0XFE",
+        "0x",
+        "127.0.0.1.",
+    ],
+)
 async def test_a_numeric_host_aiohttp_would_not_look_up_is_refused(host: str) -> None:
     """aiohttp connects to an all-numeric host without a lookup: no resolver may vouch for it."""
     lookups: list[str] = []

@@ -54,7 +54,12 @@ async def _run(
     stats = TransportStats()
     http = adapter.build_request(chat, base_url=server.base_url, api_key="sk-test-secret-123")
     chunks = await drain(
-        stream_source(adapter, http, config=config or TransportConfig(backoff=0.01), stats=stats)
+        stream_source(
+            adapter,
+            http,
+            config=config or TransportConfig(allow_private_network=True, backoff=0.01),
+            stats=stats,
+        )
     )
     return chunks, stats
 
@@ -140,7 +145,11 @@ async def test_openrouter_502_degrades_but_openai_does_not() -> None:
     for adapter, expected_attempts in ((OpenRouterAdapter(), 2), (OpenAIAdapter(), 1)):
         server = ReplayServer(body=b"", responses=[(502, JSON, bad), (200, SSE, _stream("ok"))])
         async with server:
-            _, stats = await _run(server, adapter=adapter, config=TransportConfig(transient_retries=0))
+            _, stats = await _run(
+                server,
+                adapter=adapter,
+                config=TransportConfig(allow_private_network=True, transient_retries=0),
+            )
         assert stats.attempts == expected_attempts, adapter.name
 
 
@@ -169,7 +178,11 @@ async def test_idle_timeout_becomes_retryable_timeout_error_not_a_hang() -> None
     server = ReplayServer(body=_stream("a", "b", "c"), pace=1.0)
     async with server:
         chunks, _ = await asyncio.wait_for(
-            _run(server, config=TransportConfig(idle_timeout=0.2, transient_retries=0)), 5
+            _run(
+                server,
+                config=TransportConfig(allow_private_network=True, idle_timeout=0.2, transient_retries=0),
+            ),
+            5,
         )
     errors = _errors(chunks)
     assert errors and errors[-1].type is ErrorType.TIMEOUT and errors[-1].retryable
@@ -192,7 +205,7 @@ async def test_first_byte_timeout() -> None:
     try:
         adapter = OpenAIAdapter()
         http = adapter.build_request(CHAT, base_url=f"http://127.0.0.1:{port}", api_key="k")
-        config = TransportConfig(first_byte_timeout=0.2, transient_retries=0)
+        config = TransportConfig(allow_private_network=True, first_byte_timeout=0.2, transient_retries=0)
         chunks = await asyncio.wait_for(drain(stream_source(adapter, http, config=config)), 5)
     finally:
         await runner.cleanup()
@@ -220,7 +233,9 @@ async def test_dropped_connection_after_output_is_an_error_chunk() -> None:
     try:
         adapter = OpenAIAdapter()
         http = adapter.build_request(CHAT, base_url=f"http://127.0.0.1:{port}", api_key="k")
-        chunks = await asyncio.wait_for(drain(stream_source(adapter, http)), 5)
+        chunks = await asyncio.wait_for(
+            drain(stream_source(adapter, http, config=TransportConfig(allow_private_network=True))), 5
+        )
     finally:
         await runner.cleanup()
     assert _texts(chunks) == ["partial"]
@@ -241,7 +256,10 @@ async def test_non_stream_body_cap() -> None:
     """A non-streamed body over the cap is an error, not unbounded memory."""
     server = ReplayServer(body=b'{"x": "' + b"a" * 5000 + b'"}', content_type=JSON)
     async with server:
-        chunks, _ = await _run(server, config=TransportConfig(max_body_bytes=1000, transient_retries=0))
+        chunks, _ = await _run(
+            server,
+            config=TransportConfig(allow_private_network=True, max_body_bytes=1000, transient_retries=0),
+        )
     assert _errors(chunks)
 
 
@@ -280,7 +298,9 @@ async def test_redirects_are_not_followed() -> None:
     """A 307 to another host is refused, not followed."""
     server = ReplayServer(body=b"", status=307, content_type="text/html")
     async with server:
-        chunks, _ = await _run(server, config=TransportConfig(transient_retries=0))
+        chunks, _ = await _run(
+            server, config=TransportConfig(allow_private_network=True, transient_retries=0)
+        )
     assert _errors(chunks)[0].code == "redirect_refused" and len(server.requests) == 1
 
 
@@ -291,7 +311,9 @@ async def test_dispose_closes_the_connection() -> None:
         adapter = OpenAIAdapter()
         http = adapter.build_request(CHAT, base_url=server.base_url, api_key="k")
         seen: list[RawStreamChunk] = []
-        subscription = stream_source(adapter, http).subscribe(seen.append, lambda e: None)
+        subscription = stream_source(
+            adapter, http, config=TransportConfig(allow_private_network=True)
+        ).subscribe(seen.append, lambda e: None)
         while len(seen) < 5:
             await asyncio.sleep(0.01)
         subscription.dispose()
@@ -303,7 +325,9 @@ async def test_empty_stream_is_a_retryable_error() -> None:
     """A 200 with no events (empty, only [DONE], or not SSE at all) is a failed answer, not an empty one."""
     for body in (b"", b"data: [DONE]\n\n", b"this is not sse\n"):
         async with ReplayServer(body=body) as server:
-            chunks, stats = await _run(server, config=TransportConfig(transient_retries=1, backoff=0.01))
+            chunks, stats = await _run(
+                server, config=TransportConfig(allow_private_network=True, transient_retries=1, backoff=0.01)
+            )
         [error] = _errors(chunks)
         assert error.code == "empty_response" and error.retryable
         assert stats.attempts == 2  # retried once before giving up: nothing was committed
@@ -330,16 +354,58 @@ async def test_truncated_event_at_end_of_body() -> None:
             OpenAIAdapter(),
             None,
             [(200, SSE, b"data: " + b"x" * 500)],
-            TransportConfig(max_line_bytes=64),
+            TransportConfig(allow_private_network=True, max_line_bytes=64),
         ),
-        ("redirect", OpenAIAdapter(), None, [(307, "text/html", b"")], TransportConfig()),
-        ("401", OpenAIAdapter(), None, [(401, JSON, b'{"error": {"message": "no"}}')], TransportConfig()),
-        ("500 text", OpenAIAdapter(), None, [(500, "text/plain", b"oops")], TransportConfig()),
-        ("malformed event", OpenAIAdapter(), None, [(200, SSE, b"data: {nope\n\n")], TransportConfig()),
-        ("malformed body", OpenAIAdapter(), None, [(200, JSON, b"{nope")], TransportConfig()),
-        ("truncated", OpenAIAdapter(), None, [(200, SSE, b'data: {"id": "x", "cho')], TransportConfig()),
-        ("empty", OpenAIAdapter(), None, [(200, SSE, b"")], TransportConfig()),
-        ("refused connection", OpenAIAdapter(), "http://127.0.0.1:1/v1", None, TransportConfig()),
+        (
+            "redirect",
+            OpenAIAdapter(),
+            None,
+            [(307, "text/html", b"")],
+            TransportConfig(allow_private_network=True),
+        ),
+        (
+            "401",
+            OpenAIAdapter(),
+            None,
+            [(401, JSON, b'{"error": {"message": "no"}}')],
+            TransportConfig(allow_private_network=True),
+        ),
+        (
+            "500 text",
+            OpenAIAdapter(),
+            None,
+            [(500, "text/plain", b"oops")],
+            TransportConfig(allow_private_network=True),
+        ),
+        (
+            "malformed event",
+            OpenAIAdapter(),
+            None,
+            [(200, SSE, b"data: {nope\n\n")],
+            TransportConfig(allow_private_network=True),
+        ),
+        (
+            "malformed body",
+            OpenAIAdapter(),
+            None,
+            [(200, JSON, b"{nope")],
+            TransportConfig(allow_private_network=True),
+        ),
+        (
+            "truncated",
+            OpenAIAdapter(),
+            None,
+            [(200, SSE, b'data: {"id": "x", "cho')],
+            TransportConfig(allow_private_network=True),
+        ),
+        ("empty", OpenAIAdapter(), None, [(200, SSE, b"")], TransportConfig(allow_private_network=True)),
+        (
+            "refused connection",
+            OpenAIAdapter(),
+            "http://127.0.0.1:1/v1",
+            None,
+            TransportConfig(allow_private_network=True),
+        ),
     ],
 )
 async def test_every_transport_error_has_a_code(
@@ -375,9 +441,9 @@ async def test_an_observer_raising_os_error_is_its_error_not_a_transport_failure
 
     async with server:
         http = adapter.build_request(CHAT, base_url=server.base_url, api_key="k")
-        stream_source(adapter, http, config=TransportConfig(backoff=0.01), stats=stats).subscribe(
-            on_next, on_error, done.set
-        )
+        stream_source(
+            adapter, http, config=TransportConfig(allow_private_network=True, backoff=0.01), stats=stats
+        ).subscribe(on_next, on_error, done.set)
         await asyncio.wait_for(done.wait(), 5)
     [error] = errors
     assert isinstance(error, ConnectionResetError) and str(error) == "a sink's own failure"

@@ -16,6 +16,7 @@ from rxcord.core.state import StreamResult
 from rxcord.core.types import DeliveryMode, StreamStatus
 from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.openrouter import OpenRouterAdapter
+from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, EmulatorConfig, Fault
 from rxcord.sinks.ratelimit import RateLimiter
 from rxcord.sinks.rest import Backoff, RestSink
@@ -23,6 +24,7 @@ from rxcord.sinks.rest import Backoff, RestSink
 from tests.conftest import DEMO_DATA
 
 LONG = (DEMO_DATA / "openrouter_reasoning_code.sse").read_bytes()
+LOCAL = TransportConfig(allow_private_network=True)  # the replay server is on 127.0.0.1
 FAST = EmulatorConfig(channel_limit=5, channel_window=0.5, global_limit=50, global_window=1.0)
 
 
@@ -69,7 +71,9 @@ async def _stream(
         session = session or aiohttp.ClientSession()
         try:
             rest = sink or RestSink(emu.base_url, emu.config.token, session=session)
-            job = StreamJob(adapter=adapter, request=http, sink=rest, context=context, config=config)
+            job = StreamJob(
+                adapter=adapter, request=http, sink=rest, context=context, config=config, transport=LOCAL
+            )
             return await run_stream(job)
         finally:
             if own:
@@ -202,6 +206,7 @@ async def test_mentions_resolved_and_crowds_never_pinged(emulator: DiscordEmulat
                 sink=RestSink(emulator.base_url, emulator.config.token, session=session),
                 context=StreamContext(channel_id="770"),
                 resolver={"mira": "123456789012345678"}.get,
+                transport=LOCAL,
             )
             await run_stream(job)
     [stored] = emulator.messages("770")
