@@ -123,7 +123,8 @@ class ProviderSection:
     vision: bool = False
     """The model reads images: image attachments are sent to it."""
     allow_private_network: bool = False
-    """Allow a provider on 127.0.0.1 or a private network (a local model, the offline demo)."""
+    """Let ``base_url`` reach 127.0.0.1 or a private network, whatever the provider (a local model,
+    the offline demo): the SSRF guard's opt-out. Cloud metadata addresses stay refused."""
     max_tokens: int | None = None
     temperature: float | None = None
 
