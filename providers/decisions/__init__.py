@@ -37,6 +37,7 @@ from rxcord.providers.decisions.selection import (
 from rxcord.providers.decisions.types import (
     Answer,
     DecisionCancelled,
+    DecisionCapability,
     DecisionCompleted,
     DecisionCredentials,
     DecisionDenied,
@@ -59,6 +60,7 @@ __all__ = (
     "Answer",
     "CancelSignal",
     "DecisionCancelled",
+    "DecisionCapability",
     "DecisionCompleted",
     "DecisionConfig",
     "DecisionCredentials",

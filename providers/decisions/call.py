@@ -75,6 +75,7 @@ from rxcord.providers.decisions.selection import (
 from rxcord.providers.decisions.types import (
     Answer,
     DecisionCancelled,
+    DecisionCapability,
     DecisionCompleted,
     DecisionDenied,
     DecisionFailed,
@@ -104,6 +105,7 @@ from rxcord.providers.decisions.wire_openrouter import OPENROUTER_DECISIONS_ORIG
 from rxcord.providers.decisions.wire_systemone import SystemOneCodec
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_context, find_denial
+from rxcord.providers.keys import KeyCooldown, key_failure
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, same_origin
 from rxcord.providers.usage import report_usage
 from yarl import URL
@@ -191,6 +193,8 @@ class _HttpFailure:
     status: int
     body: object = attrs.field(repr=False)
     headers: Mapping[str, str] = attrs.field(repr=False)
+    judged: tuple[ProviderError, ProviderRequestDeniedError | None] | None = None
+    """The classified error and the owner's denial, once looked up (the translator runs once)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -222,6 +226,8 @@ class _Call:
     def labels(self) -> dict[str, object]:
         return {
             "protocol": self.codec.protocol.value,
+            "provider": self.option.provider,
+            "model": self.option.model_id,
             "correlation": self.correlation,
             "registration": self.option.registration_id,
             "endpoint": self.option.custom_endpoint_id,
@@ -254,6 +260,8 @@ class Decisions:
         config: Limits; ``DecisionConfig()`` by default.
         session: An aiohttp session for unguarded (native OpenRouter) calls; guarded calls
             always use their own session with a pinned resolver; one is made per call when omitted.
+        cooldown: Where a key that failed for itself waits (share the bot's ``KeyCooldown``
+            with its turns); ``None``: skipped for the rest of one call only.
     """
 
     def __init__(
@@ -262,10 +270,12 @@ class Decisions:
         *,
         config: DecisionConfig | None = None,
         session: aiohttp.ClientSession | None = None,
+        cooldown: KeyCooldown | None = None,
     ) -> None:
         self.directory = directory
         self.config = config or DecisionConfig()
         self.session = session
+        self.cooldown = cooldown
         self._late: set[asyncio.Task[_Outcome]] = set()
 
     async def load_models(self, scope: object) -> tuple[DecisionModelOption, ...]:
@@ -285,6 +295,8 @@ class Decisions:
         questions: Iterable[Question | Mapping[str, Any]],
         cancel: CancelSignal | None = None,
         on_usage: UsageCallback | None = None,
+        *,
+        capability: DecisionCapability = DecisionCapability.DECISION,
     ) -> DecisionResult:
         """Ask the selected decision model *questions* about *evidence*.
 
@@ -295,6 +307,8 @@ class Decisions:
             questions: ``Question`` s or ``{"type": "predicate", "id", "instructions"}`` mappings.
             cancel: The caller's cancellation (an ``asyncio.Event``, say).
             on_usage: Receives validated usage once, before the answers are judged.
+            capability: The slot that owns the call: its credentials (and their fallback keys,
+                tried in order when a key fails for itself: 401, 402, 403, a ``limit_source``).
 
         Returns:
             One result per kind (see ``rxcord.providers.decisions.types``); never raises for a
@@ -307,10 +321,10 @@ class Decisions:
         loop = asyncio.get_running_loop()
         started = loop.time()
         correlation = secrets.token_hex(6)
-        resolved = await resolve_reference(self.directory, scope, reference)
+        resolved = await resolve_reference(self.directory, scope, reference, capability)
         if isinstance(resolved, DecisionUnavailable):
             result: DecisionResult = attrs.evolve(resolved, correlation=correlation)
-            self._trace(result, protocol=None, started=started, count=None)
+            self._trace(result, protocol=None, started=started, count=None, target=reference)
             return result
         option = resolved.option
         codec = CODECS[option.protocol]
@@ -324,12 +338,13 @@ class Decisions:
             result = DecisionInvalidInput(
                 reason=exc.reason, question_index=exc.index, correlation=correlation
             )
-            self._trace(result, protocol=option.protocol, started=started, count=None)
+            self._trace(result, protocol=option.protocol, started=started, count=None, target=option)
             return result
+        keys = self._keys(resolved)
         call = _Call(
             option=option,
             codec=codec,
-            request=_request(codec, option, resolved, body, parsed),
+            request=_request(codec, option, keys[0], body, parsed),
             questions=checked,
             correlation=correlation,
             on_usage=on_usage,
@@ -337,7 +352,9 @@ class Decisions:
         )
         if cancel is not None and cancel.is_set():
             return self._finish(call, DecisionCancelled(correlation=correlation))
-        outcome = await self._race(call, cancel)
+        outcome = await self._race_keys(
+            call, cancel, keys, lambda key: _request(codec, option, key, body, parsed)
+        )
         if outcome is None:
             return self._finish(call, DecisionCancelled(correlation=correlation))
         if isinstance(outcome, _Broken) and outcome.reason == "deadline":
@@ -348,6 +365,46 @@ class Decisions:
             # Cancelled once the response was in: its spend was reported, its verdict is not judged.
             return self._finish(call, DecisionCancelled(correlation=correlation))
         return self._judge(call, outcome)
+
+    # ---- keys -------------------------------------------------------------------------------
+
+    def _keys(self, resolved: ResolvedDecision) -> tuple[str | None, ...]:
+        """The slot's keys in order, those cooling skipped (all of them tried if all are)."""
+        keys = resolved.credentials.keys
+        cooldown = self.cooldown
+        if cooldown is None:
+            return keys
+        ready = tuple(key for key in keys if not cooldown.cooling(key))
+        return ready or keys
+
+    async def _race_keys(
+        self,
+        call: _Call,
+        cancel: CancelSignal | None,
+        keys: tuple[str | None, ...],
+        request_for: Callable[[str | None], OneShotRequest],
+    ) -> _Outcome | None:
+        """The exchange with each key in turn while a key fails for itself (the next key may pass)."""
+        cooldown = self.cooldown or KeyCooldown.for_turn()
+        outcome: _Outcome | None = None
+        for index, key in enumerate(keys):
+            call.request = request_for(key)
+            outcome = await self._race(call, cancel)
+            if isinstance(outcome, _HttpFailure):
+                outcome = _judged(call, outcome)
+            if not _key_failed(outcome):
+                return outcome
+            cooldown.cool(key)
+            if index + 1 == len(keys) or (cancel is not None and cancel.is_set()):
+                return outcome
+            # The key is named by its place in the slot's list, never by its value.
+            _log.warning(
+                "decision key {index} of {count} failed for itself; trying the next key {labels}",
+                index=index + 1,
+                count=len(keys),
+                labels=call.labels(),
+            )
+        return outcome
 
     # ---- the race ---------------------------------------------------------------------------
 
@@ -513,10 +570,9 @@ class Decisions:
         )
 
     def _http_failure(self, call: _Call, failure: _HttpFailure) -> DecisionResult:
-        error = classify_http_error(
-            failure.status, failure.body, provider=call.codec.protocol.value, headers=failure.headers
-        )
-        denial = find_denial(error, current_usage_context())
+        judged = _judged(call, failure).judged
+        assert judged is not None
+        error, denial = judged
         if denial is not None:
             return self._finish(call, DecisionDenied(denial=denial, correlation=call.correlation))
         category = _category(failure.status, error)
@@ -572,16 +628,22 @@ class Decisions:
         started: float,
         count: int | None,
         call: _Call | None = None,
+        target: DecisionModelOption | DecisionReference | None = None,
     ) -> None:
+        # The model identity (provider and model id, never the key or the URL).
+        target = call.option if call is not None else target
         usage = getattr(result, "usage", None)
         elapsed = (asyncio.get_running_loop().time() - started) * 1000.0
         answered = getattr(result, "answers", ())
         _log.info(
-            "decision {outcome} protocol={protocol} correlation={correlation} registration={registration} "
+            "decision {outcome} protocol={protocol} provider={provider} model={model} "
+            "correlation={correlation} registration={registration} "
             "endpoint={endpoint} questions={count} answers={answered} elapsed_ms={elapsed:.1f} "
             "input_tokens={input} output_tokens={output} cost={cost}",
             outcome=result.kind.value,
             protocol=protocol.value if protocol is not None else None,
+            provider=target.provider if target is not None else None,
+            model=target.model_id if target is not None else None,
             correlation=result.correlation,
             registration=call.option.registration_id if call is not None else None,
             endpoint=call.option.custom_endpoint_id if call is not None else None,
@@ -594,15 +656,31 @@ class Decisions:
         )
 
 
+def _judged(call: _Call, failure: _HttpFailure) -> _HttpFailure:
+    """*failure* with its classified error and the owner's denial (looked up once per response)."""
+    if failure.judged is not None:
+        return failure
+    error = classify_http_error(
+        failure.status, failure.body, provider=call.codec.protocol.value, headers=failure.headers
+    )
+    return attrs.evolve(failure, judged=(error, find_denial(error, current_usage_context())))
+
+
+def _key_failed(outcome: _Outcome | None) -> bool:
+    """Whether *outcome* is an HTTP failure of the key itself (the turn runner's rule)."""
+    if not isinstance(outcome, _HttpFailure) or outcome.judged is None:
+        return False
+    return key_failure(*outcome.judged)
+
+
 def _request(
     codec: Codec,
     option: DecisionModelOption,
-    resolved: ResolvedDecision,
+    key: str | None,
     body: bytes,
     parsed: Mapping[str, Any],
 ) -> OneShotRequest:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    key = resolved.credentials.api_key
     if key:
         headers["Authorization"] = f"Bearer {key}"
     return OneShotRequest(
@@ -707,6 +785,7 @@ async def call_decisions(  # noqa: PLR0917 (the issue's signature)
     cancel: CancelSignal | None = None,
     on_usage: UsageCallback | None = None,
     *,
+    capability: DecisionCapability = DecisionCapability.DECISION,
     directory: DecisionDirectory | None = None,
     config: DecisionConfig | None = None,
     session: aiohttp.ClientSession | None = None,
@@ -726,7 +805,9 @@ async def call_decisions(  # noqa: PLR0917 (the issue's signature)
     else:
         reason = "not-selected" if reference is None else "not-configured"
         return DecisionUnavailable(reason=reason, correlation=secrets.token_hex(6))
-    result = await service.call_decisions(scope, reference, evidence, questions, cancel, on_usage)
+    result = await service.call_decisions(
+        scope, reference, evidence, questions, cancel, on_usage, capability=capability
+    )
     if directory is not None:
         _ORPHANS.update(service._late)
         for task in service._late:

@@ -36,6 +36,7 @@ from typing import Final, TypeAlias, TypeVar
 import attrs
 from rxcord.core.errors import RxcordError
 from rxcord.providers.decisions.types import (
+    DecisionCapability,
     DecisionCredentials,
     DecisionProtocol,
     DecisionReference,
@@ -109,6 +110,10 @@ def _always(*_: object) -> bool:
     return True
 
 
+def _none_saved(*_: object) -> None:
+    return None
+
+
 @attrs.frozen(kw_only=True)
 class DecisionDirectory:
     """The application's callbacks (``scope`` is the application's own object).
@@ -117,7 +122,11 @@ class DecisionDirectory:
         options: ``(scope) -> options``: what the scope can see (availability).
         validate_model: ``(scope, option) -> bool``: the entitlement check.
         credentials: ``(scope, option) -> DecisionCredentials | None``: the saved credentials
-            (``None``: none saved, the option is unusable).
+            (``None``: none saved, the option is unusable); used when ``slot_credentials`` is not.
+        slot_credentials: ``(scope, option, capability) -> DecisionCredentials | None``: the
+            credentials of the slot that owns the call (``DecisionCapability``: ``decision``,
+            ``nudge-checker``), so a pinned checker uses its own payer. When given, it is the
+            only resolver: its ``None`` is ``no-credentials``, never a switch to ``credentials``.
         owns: ``(scope, reference) -> bool``: the scope still owns the registration or endpoint.
         registration_current: ``(scope, reference) -> bool``: the exact registration (or
             endpoint row) still exists, not deleted or re-registered.
@@ -127,7 +136,15 @@ class DecisionDirectory:
 
     options: Callable[[object], MaybeAwaitable[Sequence[DecisionModelOption]]]
     validate_model: Callable[[object, DecisionModelOption], MaybeAwaitable[bool]]
-    credentials: Callable[[object, DecisionModelOption], MaybeAwaitable[DecisionCredentials | None]]
+    credentials: Callable[[object, DecisionModelOption], MaybeAwaitable[DecisionCredentials | None]] = (
+        _none_saved
+    )
+    slot_credentials: (
+        Callable[
+            [object, DecisionModelOption, DecisionCapability], MaybeAwaitable[DecisionCredentials | None]
+        ]
+        | None
+    ) = None
     owns: Callable[[object, DecisionReference], MaybeAwaitable[bool]] = _always
     registration_current: Callable[[object, DecisionReference], MaybeAwaitable[bool]] = _always
     stored_protocol: Callable[[object, DecisionReference], MaybeAwaitable[DecisionProtocol | None]] = (
@@ -162,9 +179,14 @@ class ResolvedDecision:
 
 
 async def resolve_reference(
-    directory: DecisionDirectory, scope: object, reference: DecisionReference | None
+    directory: DecisionDirectory,
+    scope: object,
+    reference: DecisionReference | None,
+    capability: DecisionCapability = DecisionCapability.DECISION,
 ) -> ResolvedDecision | DecisionUnavailable:
-    """Recheck *reference* for *scope*; an ``unavailable`` result says which check failed.
+    """Recheck *reference* for *scope*, with the credentials of *capability*'s slot.
+
+    An ``unavailable`` result says which check failed:
 
     ``not-selected`` (no reference), ``unsupported`` (a provider without the capability),
     ``not-admitted`` (no available option matches it exactly, or ``validate_model`` refuses),
@@ -190,7 +212,10 @@ async def resolve_reference(
         stored = await _value(directory.stored_protocol(scope, reference))
         if stored is not None and stored is not option.protocol:
             return DecisionUnavailable(reason="protocol-mismatch")
-    credentials = await _value(directory.credentials(scope, option))
+    if directory.slot_credentials is not None:
+        credentials = await _value(directory.slot_credentials(scope, option, capability))
+    else:
+        credentials = await _value(directory.credentials(scope, option))
     if not isinstance(credentials, DecisionCredentials):
         return DecisionUnavailable(reason="no-credentials")
     return ResolvedDecision(option=option, credentials=credentials)

@@ -21,6 +21,7 @@ from __future__ import annotations
 __all__ = (
     "Answer",
     "DecisionCancelled",
+    "DecisionCapability",
     "DecisionCompleted",
     "DecisionCredentials",
     "DecisionDenied",
@@ -133,11 +134,41 @@ class DecisionReference:
     custom_endpoint_id: str | None = None
 
 
+class DecisionCapability(str, enum.Enum):
+    """The slot that owns (and pays for) a decision request: its credentials are that slot's."""
+
+    DECISION = "decision"
+    """The scope's decision slot (the default)."""
+    NUDGE_CHECKER = "nudge-checker"
+    """A pinned checker's slot: its own payer, never the decision slot's key."""
+
+
+def _keys(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise TypeError("fallback_keys is a sequence of keys")
+    if not all(isinstance(key, str) and key for key in value):
+        raise TypeError("every fallback key is a non-empty string")
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class DecisionCredentials:
-    """The saved credentials of an option (``api_key=None``: the endpoint needs none)."""
+    """The credentials of one slot of an option (``api_key=None``: the endpoint needs none).
+
+    ``fallback_keys`` are more keys of the same payer, tried in order when a key fails for
+    itself (HTTP 401, 402, 403, an OpenRouter ``limit_source``: ``rxcord.providers.keys``);
+    never another slot's or another payer's key.
+    """
 
     api_key: str | None = attrs.field(default=None, repr=False)
+    fallback_keys: tuple[str, ...] = attrs.field(default=(), converter=_keys, repr=False)
+
+    @property
+    def keys(self) -> tuple[str | None, ...]:
+        """The keys in the order they are tried (``api_key`` first, repeats once)."""
+        ordered: list[str | None] = [self.api_key]
+        ordered.extend(key for key in self.fallback_keys if key != self.api_key)
+        return tuple(dict.fromkeys(ordered))
 
 
 @attrs.frozen(kw_only=True)
