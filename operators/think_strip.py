@@ -376,12 +376,10 @@ def _undecided_from(text: str) -> int:
         return size
     start = size - held
     low = max(0, size - MAX_TAG_LEN)
-    while (before := text.rfind("<", low, start)) >= 0:
-        between = text[before:start]
-        if ">" in between or "`" in between:
-            break
-        start = before
-    return start
+    # The first ``<`` after the last ``>`` or backtick before the partial tag (C-speed searches).
+    barrier = max(text.rfind(">", low, start), text.rfind("`", low, start))
+    first = text.find("<", max(low, barrier + 1), start)
+    return start if first < 0 else first
 
 
 def think_strip(

@@ -130,3 +130,38 @@ def run_planned(
     observer = scheduler.start(lambda: chain, disposed=100_000)
     [result] = [m.value.value for m in observer.messages if m.value.kind == "N"]
     return result, [str(m.payload["content"]) for m in result.messages]
+
+
+def wire_events(
+    adapter: ProviderAdapter, pieces: Sequence[str], reasoning: Sequence[str] = ()
+) -> list[RawStreamChunk]:
+    """*pieces* as the adapter's own wire events (reasoning first, in its field where it has one)."""
+    name = adapter.name
+    if name == "anthropic":
+        head = [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "m",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "usage": {"input_tokens": 1},
+                },
+            },
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ]
+        body = [
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}
+            for p in pieces
+        ]
+        return [RawStreamChunk(provider=name, data=d) for d in head + body]
+    if name == "google":
+        body = [
+            {"candidates": [{"content": {"parts": [{"text": p}], "role": "model"}, "index": 0}]}
+            for p in pieces
+        ]
+        return [RawStreamChunk(provider=name, data=d) for d in body]
+    thinking = [{"choices": [{"index": 0, "delta": {"reasoning": r}}]} for r in reasoning]
+    body = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+    return [RawStreamChunk(provider=name, data=d) for d in thinking + body]

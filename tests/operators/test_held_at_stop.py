@@ -36,7 +36,7 @@ from rxcord.providers.nvidia import NvidiaAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 
-from tests.chain_harness import run_reads
+from tests.chain_harness import run_reads, wire_events
 
 ANSWER = ["Hello! ", "Here is ", "my answer ", "to your ", "question."]
 """A short answer: all of it sits in the start window of the adapters that hold one."""
@@ -145,39 +145,6 @@ def test_noting_a_long_hold_never_joins_it() -> None:
 # ------------------------------------------------------------------------------------------- the chain
 
 
-def _events(adapter: ProviderAdapter, pieces: list[str], reasoning: list[str] = ()) -> list[RawStreamChunk]:  # type: ignore[assignment]
-    """*pieces* as the adapter's own wire events (reasoning first, in its field where it has one)."""
-    name = adapter.name
-    if name == "anthropic":
-        head = [
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "m",
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [],
-                    "usage": {"input_tokens": 1},
-                },
-            },
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        ]
-        body = [
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}
-            for p in pieces
-        ]
-        return [RawStreamChunk(provider=name, data=d) for d in head + body]
-    if name == "google":
-        body = [
-            {"candidates": [{"content": {"parts": [{"text": p}], "role": "model"}, "index": 0}]}
-            for p in pieces
-        ]
-        return [RawStreamChunk(provider=name, data=d) for d in body]
-    thinking = [{"choices": [{"index": 0, "delta": {"reasoning": r}}]} for r in reasoning]
-    body = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
-    return [RawStreamChunk(provider=name, data=d) for d in thinking + body]
-
-
 def _stopped(
     adapter: ProviderAdapter,
     raws: list[RawStreamChunk],
@@ -211,7 +178,7 @@ def test_a_user_stop_delivers_what_was_written(name: str, mode: DeliveryMode, ba
     """A /stop anywhere in a short answer delivers exactly what an unguarded chain delivers: every
     adapter, every mode, per event and per read. The held start window is the answer, not reasoning."""
     adapter = ADAPTERS[name]
-    raws = _events(adapter, ANSWER)
+    raws = wire_events(adapter, ANSWER)
     for after in range(1, len(raws)):
         result = _stopped(adapter, raws, kind=StopKind.USER, after=after, batched=batched, mode=mode)
         plain = _stopped(
@@ -229,7 +196,7 @@ def test_a_user_stop_delivers_what_was_written(name: str, mode: DeliveryMode, ba
 def test_the_stop_in_the_window_was_lost_before() -> None:
     """The reported case: NVIDIA, a /stop three deltas in: the three deltas reach Discord."""
     adapter = ADAPTERS["nvidia"]
-    result = _stopped(adapter, _events(adapter, ANSWER), kind=StopKind.USER, after=3, batched=False)
+    result = _stopped(adapter, wire_events(adapter, ANSWER), kind=StopKind.USER, after=3, batched=False)
     assert _sent(result) == "Hello! Here is my answer"
     assert result.reasoning is None
 
@@ -240,7 +207,7 @@ def test_text_the_spill_guard_holds_is_delivered(name: str, batched: bool) -> No
     """After reasoning in its field, a lowercase first answer is held by the spill guard: a stop
     delivers it as the answer, and the field's reasoning stays reasoning."""
     adapter = ADAPTERS[name]
-    raws = _events(adapter, ["sure, here ", "is the answer"], reasoning=["The user asks.", " Easy."])
+    raws = wire_events(adapter, ["sure, here ", "is the answer"], reasoning=["The user asks.", " Easy."])
     result = _stopped(adapter, raws, kind=StopKind.USER, after=3, batched=batched)
     assert _sent(result) == "sure, here"
     assert result.reasoning == "The user asks. Easy."
@@ -251,7 +218,7 @@ def test_text_the_spill_guard_holds_is_delivered(name: str, batched: bool) -> No
 def test_an_open_think_block_stays_reasoning(name: str, batched: bool) -> None:
     """Inside a ``<think>`` that was seen open, a stop keeps the block as reasoning, never shown."""
     adapter = ADAPTERS[name]
-    raws = _events(adapter, ["Sure. ", "<think>the user wants", " a haiku", "</think>Leaves fall."])
+    raws = wire_events(adapter, ["Sure. ", "<think>the user wants", " a haiku", "</think>Leaves fall."])
     result = _stopped(adapter, raws, kind=StopKind.USER, after=3, batched=batched)
     assert _sent(result) == "Sure."
     assert result.reasoning == "the user wants a haiku"
@@ -262,7 +229,7 @@ def test_an_open_think_block_stays_reasoning(name: str, batched: bool) -> None:
 def test_a_template_opened_start_stays_reasoning(kind: StopKind, batched: bool) -> None:
     """``think_opened_by_template``: the held start is inside a block the template opened."""
     adapter = CustomAdapter(think_opened_by_template=True)
-    raws = _events(adapter, REASONING + REST)
+    raws = wire_events(adapter, REASONING + REST)
     result = _stopped(adapter, raws, kind=kind, after=2, batched=batched)
     assert result.reasoning == "".join(REASONING[:2])
     assert not any("haiku" in str(message.payload) for message in result.messages)
@@ -273,7 +240,7 @@ def test_a_stray_closer_in_the_window_after_the_stop_cannot_reclassify(batched: 
     """Stopped before the closer came, the window held text nothing marked as reasoning: delivered."""
     adapter = ADAPTERS["custom"]
     result = _stopped(
-        adapter, _events(adapter, REASONING + REST), kind=StopKind.USER, after=2, batched=batched
+        adapter, wire_events(adapter, REASONING + REST), kind=StopKind.USER, after=2, batched=batched
     )
     assert _sent(result) == "".join(REASONING[:2])
     assert result.reasoning is None
@@ -282,7 +249,9 @@ def test_a_stray_closer_in_the_window_after_the_stop_cannot_reclassify(batched: 
 def test_the_same_stop_after_the_closer_loses_nothing_either() -> None:
     """After the closer, the reasoning is classified and the answer so far is delivered."""
     adapter = ADAPTERS["custom"]
-    result = _stopped(adapter, _events(adapter, REASONING + REST), kind=StopKind.USER, after=4, batched=False)
+    result = _stopped(
+        adapter, wire_events(adapter, REASONING + REST), kind=StopKind.USER, after=4, batched=False
+    )
     assert result.reasoning == "".join(REASONING)
     assert _sent(result) == "Leaves fall softly down"
 
@@ -290,7 +259,7 @@ def test_the_same_stop_after_the_closer_loses_nothing_either() -> None:
 def test_an_interrupt_discards_the_held_text_with_the_rest() -> None:
     """A follow-up interrupt discards the buffer: the held answer is not sent either."""
     adapter = ADAPTERS["custom"]
-    result = _stopped(adapter, _events(adapter, ANSWER), kind=StopKind.INTERRUPT, after=3, batched=False)
+    result = _stopped(adapter, wire_events(adapter, ANSWER), kind=StopKind.INTERRUPT, after=3, batched=False)
     assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
     assert result.messages == () and result.reasoning is None
 
@@ -307,7 +276,7 @@ def test_a_kill_delivers_nothing_more(batched: bool, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr("rxcord.operators.stop_gate.released_at_stop", spy)
     adapter = ADAPTERS["custom"]
-    result = _stopped(adapter, _events(adapter, ANSWER), kind=StopKind.KILL, after=3, batched=batched)
+    result = _stopped(adapter, wire_events(adapter, ANSWER), kind=StopKind.KILL, after=3, batched=batched)
     assert result.messages == () and released == []
 
 
@@ -315,3 +284,28 @@ def test_a_held_reasoning_chunk_is_noted_in_its_own_key() -> None:
     """The notes keep the answer (plain text, short) and the reasoning (a snapshot) apart."""
     noted = noting_held(ProcessedChunk.text(""), "think_strip", Held(reasoning=HeldText(["a"])))
     assert HELD not in noted.metadata and str(noted.metadata[HELD_REASONING]["think_strip"]) == "a"
+
+
+# ------------------------------------------------------------------------ tags written as code, end to end
+
+CODE_ANSWERS = [
+    ["Use `<think>`", " tags to mark reasoning.", " Done."],
+    ["A transcript:\n```\n<think>plan</thi", "nk>\nHi\n```\n", "That is all."],
+    ["Write ``</think>``", " to close one."],
+]
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["per event", "one read"])
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+@pytest.mark.parametrize("name", list(ADAPTERS))
+def test_a_tag_written_as_code_reaches_discord_as_text(name: str, mode: DeliveryMode, batched: bool) -> None:
+    """Every adapter, every mode: a ``<think>`` in inline code or a fenced block is the answer's text."""
+    adapter = ADAPTERS[name]
+    config = StreamConfig(delivery=mode, typing_interval=0, live_idle_flush=25.0)
+    for pieces in CODE_ANSWERS:
+        raws = wire_events(adapter, pieces)
+        reads = [raws] if batched else [[raw] for raw in raws]
+        result, _ = run_reads(adapter, reads, config, batched=batched)
+        assert result.status is StreamStatus.COMPLETED, result.error
+        assert result.accumulated_text.strip() == "".join(pieces).strip(), pieces
+        assert result.reasoning is None
