@@ -8,13 +8,16 @@ notebooks can swap them freely.
 
 from __future__ import annotations
 
-__all__ = ("DiscordSink", "EditableSink")
+__all__ = ("RECENT_LIMIT", "DiscordSink", "EditableSink", "ReadableSink", "recent_messages")
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Protocol
 
 from rxcord.core.config import StreamContext
 from rxcord.core.state import SentMessage
+
+RECENT_LIMIT: Final = 50
+"""Messages read back to find one whose create got an ambiguous answer (Discord allows 1-100)."""
 
 
 class DiscordSink(Protocol):
@@ -54,3 +57,33 @@ class EditableSink(DiscordSink, Protocol):
     async def delete_message(self, context: StreamContext, message_id: str) -> None:
         """Delete message ``message_id`` (a message already gone counts as deleted)."""
         ...
+
+
+class ReadableSink(Protocol):
+    """A sink that can read back the latest messages of a context's channel.
+
+    Edit-in-place delivery uses it to find a message whose create got an ambiguous answer
+    (a 500 or a reset after Discord stored it, a 2xx without a usable body), so that it can
+    go on editing it. Discord lists messages only for the bot token
+    (``GET /channels/{channel_id}/messages?limit=N``, needs ``READ_MESSAGE_HISTORY``); a
+    webhook token can fetch a message by id only, so a webhook-only sink cannot read.
+    """
+
+    async def recent_messages(self, context: StreamContext, limit: int) -> Sequence[Mapping[str, Any]] | None:
+        """The channel's latest *limit* messages, newest first, as Discord's message objects.
+
+        ``None`` when this sink cannot read the channel (no bot token, no permission): the
+        caller then cannot tell a message that is there from one that is not.
+        """
+        ...
+
+
+async def recent_messages(
+    sink: object, context: StreamContext, limit: int = RECENT_LIMIT
+) -> Sequence[Mapping[str, Any]] | None:
+    """*sink*'s ``recent_messages``, or ``None`` for a sink without it (it cannot read)."""
+    read = getattr(sink, "recent_messages", None)
+    if not callable(read):
+        return None
+    found: Sequence[Mapping[str, Any]] | None = await read(context, limit)
+    return found

@@ -25,7 +25,7 @@ __all__ = ("DiscordDelivery",)
 
 import random
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -46,6 +46,7 @@ from rxcord.operators.timeline import DELIVERY, Timeline
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.persona import reply_jump_link, webhook_username
 from rxcord.sinks.ratelimit import RateLimitError
+from rxcord.sinks.remainder import remainder
 from rxcord.sinks.split_message import split_message
 
 _log = logger.bind(stage="07-delivery")
@@ -161,11 +162,17 @@ class DiscordDelivery:
             return Segment(kind=SegmentKind.TEXT, text=join(first.text, second.text), final=second.final)
         return None
 
-    def payloads(self, segment: Segment) -> list[dict[str, Any]]:
-        """The message payloads for *segment* (pure planning; no I/O)."""
+    def payloads(self, segment: Segment, after: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The message payloads for *segment* (pure planning; no I/O).
+
+        *after*: contents of messages that already show the start of the text (edit mode's
+        committed messages); only the rest of the text is planned (``rxcord.sinks.remainder``).
+        """
         if segment.kind is SegmentKind.ERROR_EMBED:
             return [self._payload({"embeds": [dict(segment.embed or {})]}, users=())]
         text, users = resolve_mentions(segment.text, self.resolver)
+        if after:
+            text = remainder(text, after)
         out: list[dict[str, Any]] = []
         if self.planned == 0 and self.context.uses_webhook and self.context.reply_to_message_id:
             out.append(self._payload({"content": self._reply_notice()}, users=()))

@@ -201,6 +201,19 @@ class DiscordPySink:
                 return
             raise _translate(exc) from exc
 
+    async def recent_messages(self, context: StreamContext, limit: int) -> list[dict[str, Any]] | None:
+        """The channel's latest messages, newest first (``messageable.history``); ``None`` if unreadable."""
+        history = getattr(self.resolve(context), "history", None)
+        if history is None:
+            return None
+        out: list[dict[str, Any]] = []
+        try:
+            async for message in history(limit=limit):
+                out.append(_as_discord(message))
+        except discord.HTTPException:
+            return None
+        return out
+
     def _partial(self, context: StreamContext, message_id: str) -> Any:
         target = self.resolve(context)
         partial = getattr(target, "get_partial_message", None)
@@ -214,3 +227,19 @@ class DiscordPySink:
             await self.resolve(context).typing()
         except discord.HTTPException as exc:
             raise _translate(exc) from exc
+
+
+def _as_discord(message: Any) -> dict[str, Any]:
+    """A discord.py message as the fields of Discord's message object a lookup reads."""
+    out: dict[str, Any] = {
+        "id": str(message.id),
+        "channel_id": str(message.channel.id),
+        "content": message.content or "",
+        "embeds": [embed.to_dict() for embed in message.embeds],
+        "author": {"bot": bool(getattr(message.author, "bot", False))},
+    }
+    if message.webhook_id is not None:
+        out["webhook_id"] = str(message.webhook_id)
+    if getattr(message, "nonce", None) is not None:
+        out["nonce"] = message.nonce
+    return out

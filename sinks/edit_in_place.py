@@ -55,6 +55,7 @@ from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.sinks.base import DiscordSink, EditableSink
 from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.lookup import find_sent
 
 _log = logger.bind(stage="07-edit")
 
@@ -94,6 +95,9 @@ class Preview(Segment):
     closing: bool = False
     """The stream ended and its text was flushed: if no final text came (it cleaned to nothing),
     the previews' messages are deleted, as aggregated delivery would have sent nothing."""
+    abandoned: bool = False
+    """The stream ended with its text discarded (an interrupt, an internal stop): the previews
+    stay as shown, and the delivery reports them as what reached Discord."""
 
 
 def snapshot(deltas: Sequence[str], config: StreamConfig) -> str:
@@ -140,8 +144,10 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
             def close(status: StreamStatus | None) -> None:
                 nonlocal ended
                 ended = True
-                if status not in _DISCARDED:
-                    observer.on_next(Preview(kind=SegmentKind.PREVIEW, closing=True))
+                discarded = status in _DISCARDED
+                observer.on_next(
+                    Preview(kind=SegmentKind.PREVIEW, closing=not discarded, abandoned=discarded)
+                )
 
             def on_next(state: StreamState) -> None:
                 nonlocal chars
@@ -210,6 +216,10 @@ class EditInPlaceDelivery:
     typing_calls: int = 0
     nonce_prefix: str = attrs.field(factory=lambda: secrets.token_hex(6))
     """The nonce prefix of the messages it creates."""
+    frozen: int = 0
+    """Leading messages of ``shown`` that are committed: one of them was created with an
+    ambiguous answer and could not be found (``rxcord.sinks.lookup``), so it cannot be edited;
+    they keep what they show, and the rest of the text is planned after them."""
 
     _previewed: int = attrs.field(default=0, init=False)
     """Characters of the last preview sent."""
@@ -224,6 +234,8 @@ class EditInPlaceDelivery:
                 return reactivex.just(Delivery())
             return from_coro(self._typing)
         if isinstance(item, Preview):
+            if item.abandoned:  # the previews stay as shown: report them, send nothing
+                return reactivex.just(self._report())
             if self.finished or self.stopped is not None:
                 return reactivex.just(Delivery())
             if item.closing:  # the final text cleaned to nothing: nothing stays
@@ -231,8 +243,10 @@ class EditInPlaceDelivery:
             if not self._grown(item):
                 return reactivex.just(Delivery())
             return from_coro(_Apply(self, item, final=False))
-        if self.stopped is not None or item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
+        if item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
             return reactivex.just(Delivery(segment=item))
+        if self.stopped is not None:
+            return reactivex.just(self._report() if item.kind is SegmentKind.TEXT else Delivery(segment=item))
         return from_coro(_Apply(self, item, final=True))
 
     def merge(
@@ -262,8 +276,17 @@ class EditInPlaceDelivery:
         return True
 
     def plan(self, text: str) -> list[dict[str, Any]]:
-        """The payloads aggregated delivery would send for *text* (``DiscordDelivery.payloads``)."""
-        return self._planner().payloads(Segment(kind=SegmentKind.TEXT, text=text))
+        """The payloads aggregated delivery would send for *text* (``DiscordDelivery.payloads``).
+
+        With committed messages (``frozen``) only the messages after them: the rest of *text*.
+        """
+        planner = self._planner()
+        segment = Segment(kind=SegmentKind.TEXT, text=text)
+        if not self.frozen:
+            return planner.payloads(segment)
+        planner.planned = self.frozen  # nonces go on numbering; no second reply notice
+        notice = 1 if self.context.uses_webhook and self.context.reply_to_message_id else 0
+        return planner.payloads(segment, after=[_content(m) for m in self.shown[notice : self.frozen]])
 
     async def apply(self, segment: Segment, *, final: bool) -> Delivery:
         """Make Discord show *segment*: edit what differs, create what is missing, delete the rest."""
@@ -279,24 +302,41 @@ class EditInPlaceDelivery:
         # Blank text plans no message (the reply notice of a webhook persona included), as
         # aggregated delivery drops a blank final segment.
         payloads = self.plan(text) if text.strip() else []
-        if final:
-            self.finished = True
-        result: list[SentMessage] = []
+        # Positions run on from the committed messages as planned, even when a create of
+        # this pass commits more (its plan already continues after what that message shows).
+        base = self.frozen
         for index, payload in enumerate(payloads):
             if self.stopped is not None:
                 break
-            if index < len(self.shown):
-                message = await self._edit(index, payload)
+            if base + index < len(self.shown):
+                await self._edit(base + index, payload)
             else:
-                message = await self._create(payload)
-            if message is not None:
-                result.append(message)
-        if final and self.stopped is None:
-            while len(self.shown) > len(payloads):
-                await self._delete(self.shown[-1])
+                await self._create(payload)
+        if self.stopped is not None:
+            return self._report()
         if not final:
+            return Delivery()
+        while len(self.shown) > max(self.frozen, base + len(payloads)):
+            await self._delete(self.shown[-1])
+        if self.stopped is not None:
+            return self._report()
+        self.finished = True
+        return Delivery(segment=segment, messages=tuple(self.shown))
+
+    def _report(self) -> Delivery:
+        """What reached Discord, once: the messages as shown (a stop cut the text short)."""
+        if self.finished:
             return Delivery(stopped=self.stopped)
-        return Delivery(segment=segment, messages=tuple(result), stopped=self.stopped)
+        self.finished = True
+        if not self.shown:
+            return Delivery(stopped=self.stopped)
+        text = "\n".join(_content(m) for m in self.shown)
+        return Delivery(
+            segment=Segment(kind=SegmentKind.TEXT, text=text),
+            messages=tuple(self.shown),
+            stopped=self.stopped,
+            partial=True,
+        )
 
     def _planner(self) -> DiscordDelivery:
         return DiscordDelivery(
@@ -323,18 +363,58 @@ class EditInPlaceDelivery:
             self._stop(StopKind.SEND_MESSAGE_LIMIT)
             return None
         try:
-            sent = await self.sink.create_message(self.context, payload)
+            answer = await self.sink.create_message(self.context, payload)
+            sent: SentMessage | None = answer
+            if answer.message_id is None:
+                sent = await self._find(attrs.evolve(answer, payload=answer.payload or payload))
         except DiscordStopError as exc:
             self._stop(exc.stop_kind)
             return None
+        if sent is None:
+            return None
         self.shown.append(sent)
+        if sent.message_id is None:
+            # Possibly shown, never editable: it and the messages before it keep what they
+            # show; the rest of the text goes into new messages after it.
+            self.frozen = len(self.shown)
+            _log.warning(
+                "message {n}: Discord's answer was ambiguous and the message was not found; "
+                "kept as shown, the rest follows in new messages",
+                n=len(self.shown),
+            )
         return sent
+
+    async def _find(self, sent: SentMessage) -> SentMessage | None:
+        """The message of an ambiguous create: found, sent again if proven absent, or kept id-less."""
+        lookup = await find_sent(self.sink, self.context, sent, anchor=self._anchor(), known=self._known())
+        if lookup.message is not None:
+            return lookup.message
+        if not lookup.absent:
+            return sent
+        # The channel shows it was not stored: sending it again cannot duplicate it.
+        again = await self.sink.create_message(self.context, sent.payload)
+        if again.message_id is None:
+            return attrs.evolve(again, payload=again.payload or sent.payload)
+        return again
+
+    def _anchor(self) -> str | None:
+        """A message id older than the next create: the stream's last known message, or its reply target."""
+        for message in reversed(self.shown):
+            if message.message_id is not None:
+                return message.message_id
+        return self.context.reply_to_message_id
+
+    def _known(self) -> set[str]:
+        return {m.message_id for m in self.shown if m.message_id is not None}
 
     async def _edit(self, index: int, payload: Mapping[str, Any]) -> SentMessage | None:
         current = self.shown[index]
         if _same(current.payload, payload):
             return current
-        assert current.message_id is not None
+        if current.message_id is None:
+            # Not reached: a message without an id is committed and never planned over.
+            self.frozen = max(self.frozen, index + 1)
+            return current
         body = {key: payload[key] for key in ("content", "embeds", "allowed_mentions") if key in payload}
         try:
             await self.sink.edit_message(self.context, current.message_id, body)
@@ -362,6 +442,11 @@ class EditInPlaceDelivery:
         _log.warning("edit delivery stopped: {kind}", kind=kind.value)
         if self.stops is not None:
             self.stops.on_next(StopSignal(kind, "delivery"))
+
+
+def _content(message: SentMessage) -> str:
+    content = message.payload.get("content")
+    return content if isinstance(content, str) else ""
 
 
 def _same(shown: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

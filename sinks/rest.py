@@ -388,6 +388,23 @@ class RestSink:
         if answer.status >= 300:
             raise discord_error(answer.status, answer.body)
 
+    async def recent_messages(self, context: StreamContext, limit: int) -> list[Mapping[str, Any]] | None:
+        """The channel's latest messages, newest first (``GET /channels/{channel_id}/messages``).
+
+        Needs the bot token, even for a webhook context: a webhook token cannot list messages.
+        ``None`` when the sink has no usable token or Discord refused (no history permission).
+        """
+        if self._token is None or self._rejected:
+            return None
+        channel_id = context.thread_id if context.uses_webhook and context.thread_id else context.channel_id
+        route = Route("GET", _CREATE_TEMPLATE, (channel_id,))
+        url = f"{self._base_url}/channels/{_quote(channel_id)}/messages?limit={int(limit)}"
+        answer = await self._exchange(route, url, None, bot=True, secret=None)
+        if answer.status >= 300 or not isinstance(answer.body, list):
+            _log.warning("{route}: not readable (HTTP {status})", route=route.key, status=answer.status)
+            return None
+        return [message for message in answer.body if isinstance(message, Mapping)]
+
     # -- internals -----------------------------------------------------------
 
     async def _execute_webhook(

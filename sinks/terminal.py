@@ -33,3 +33,7 @@ class TerminalSink:
 
     async def trigger_typing(self, context: StreamContext) -> None:
         """Nothing to show in a terminal."""
+
+    async def recent_messages(self, context: StreamContext, limit: int) -> None:
+        """A terminal cannot be read back: ``None``."""
+        return None

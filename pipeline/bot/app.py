@@ -153,6 +153,10 @@ class Turn:
     streaming: bool = False
     """``run_turn`` started: stops go through the registry (before that, the task is cancelled)."""
     result: TurnResult | None = None
+    error: Exception | None = None
+    """What ended the turn when it failed instead of giving a result (a ``DiscordError`` that
+    delivery could not recover from, say); the channel was then told (``notice_sent``)."""
+    notice_sent: bool = False
 
     @property
     def done(self) -> bool:
@@ -215,7 +219,8 @@ class RxcordBot:
         self.turns: dict[str, Turn] = {}
         """The running turn of each channel."""
         self.finished: collections.deque[Turn] = collections.deque(maxlen=100)
-        """The latest turns that ended, oldest first (their ``result``: ``None`` if cancelled early)."""
+        """The latest turns that ended, oldest first (their ``result``: ``None`` if cancelled early,
+        or if the turn failed: then its ``error``)."""
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self._session: aiohttp.ClientSession | None = None
         self._limiter = RateLimiter()
@@ -423,11 +428,34 @@ class RxcordBot:
                 channel=turn.channel_id,
                 error=type(exc).__name__,
             )
+            turn.error = exc
+            turn.notice_sent = await self._failure_notice(turn, exc)
             return None
         finally:
             self.finished.append(turn)
             if self.turns.get(turn.channel_id) is turn:
                 del self.turns[turn.channel_id]
+
+    async def _failure_notice(self, turn: Turn, error: Exception) -> bool:
+        """Tell the channel that the answer failed: as the bot, replying, best effort.
+
+        As the bot even for a persona: the persona's webhook may be what failed. The text names
+        the error's type only (its message could quote a payload).
+        """
+        if self._sink is None:
+            return False
+        context = StreamContext(channel_id=turn.channel_id, reply_to_message_id=turn.message_id)
+        payload = {
+            "content": f"-# ⚠ The answer could not be delivered ({type(error).__name__}). Please ask again.",
+            "allowed_mentions": {"parse": []},
+            "message_reference": {"message_id": turn.message_id, "fail_if_not_exists": False},
+        }
+        try:
+            await self._sink.create_message(context, payload)
+        except Exception as exc:
+            _log.warning("the failure notice was not sent either: {error}", error=type(exc).__name__)
+            return False
+        return True
 
     async def _answer(self, turn: Turn, message: discord.Message) -> TurnResult:
         assert self._sink is not None and self._fetcher is not None

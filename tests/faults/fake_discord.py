@@ -4,6 +4,9 @@ Every message-writing request (bot create, webhook execute, edit, delete) takes 
 ``Step`` of the script for its kind, or succeeds when the script is empty. A step can fail
 *before* or *after* the message is stored, so the tests can tell a lost message from a
 duplicated one. Bot creates with ``enforce_nonce`` are deduplicated as Discord does.
+``GET /channels/{id}/messages?limit=N`` lists a channel's messages newest first (bot token
+only, as on Discord: a webhook token cannot list), with ``nonce`` on bot messages and
+``webhook_id`` on webhook ones.
 """
 
 from __future__ import annotations
@@ -176,6 +179,8 @@ class FakeDiscord:
                 return await self._answer("typing", request, None, lambda: web.Response(status=204))
             if parts[2:] == ["messages"] and method == "POST":
                 return await self._create(request, channel, body, webhook=False)
+            if parts[2:] == ["messages"] and method == "GET":
+                return self._list(channel, int(request.query.get("limit", "50")))
             if len(parts) == 4 and parts[2] == "messages":
                 return await self._message(request, method, channel, parts[3], body)
         if parts[0] == "webhooks":
@@ -184,13 +189,23 @@ class FakeDiscord:
                 return web.json_response({"message": "Unknown Webhook", "code": 10015}, status=404)
             channel = request.query.get("thread_id", hook.channel_id)
             if len(parts) == 3 and method == "POST":
-                return await self._create(request, channel, body, webhook=True)
+                return await self._create(request, channel, body, webhook=True, hook=hook.id)
             if len(parts) == 5 and parts[3] == "messages":
                 return await self._message(request, method, channel, parts[4], body)
         return web.json_response({"message": "404: Not Found", "code": 0}, status=404)
 
+    def _list(self, channel: str, limit: int) -> web.StreamResponse:
+        found = [m for m in reversed(self.messages) if m["channel_id"] == channel][: max(1, min(limit, 100))]
+        return web.json_response(found)
+
     async def _create(
-        self, request: web.Request, channel: str, body: dict[str, Any], *, webhook: bool
+        self,
+        request: web.Request,
+        channel: str,
+        body: dict[str, Any],
+        *,
+        webhook: bool,
+        hook: str | None = None,
     ) -> web.StreamResponse:
         nonce = body.get("nonce")
         if not webhook and body.get("enforce_nonce") and nonce is not None:
@@ -209,7 +224,12 @@ class FakeDiscord:
                 "embeds": body.get("embeds") or [],
                 "webhook": webhook,
                 "username": body.get("username"),
+                "author": {"bot": True},
             }
+            if hook is not None:
+                message["webhook_id"] = hook
+            elif nonce is not None:
+                message["nonce"] = nonce
             self.messages.append(message)
             stored.update(message)
             if not webhook and body.get("enforce_nonce") and nonce is not None:

@@ -11,6 +11,13 @@ delivery grouped words into messages); the table is printed and recorded in
 * ``exactly once``: nothing lost, duplicated or out of order (the bot path, with nonces);
 * ``at most once``: nothing duplicated or out of order (webhooks: no nonce, so an ambiguous
   failure is not retried and may lose the message it hit);
+
+Edit mode must edit what it created, so an ambiguous create (no message id: a 5xx or a reset
+after Discord stored it, a 2xx that is not JSON) is looked for (``rxcord.sinks.lookup``): the
+bot path sends the nonce again, a webhook message is found by reading the channel back with
+the bot token (or proven absent and sent again); a webhook-only sink cannot read, so the
+message is kept as shown and the rest follows in new messages. The ambiguous rows run in all
+three delivery modes.
 * ``stops``: the stream ends with the typed error or stop, nothing is duplicated and no
   request follows the fault (401, ban) or the stop (403, 404).
 
@@ -81,6 +88,8 @@ class Scenario:
     """Measure the peak of traced memory of the Discord run."""
     delivery: DeliveryMode = DeliveryMode.AGGREGATED
     """Live delivery sends paragraphs while the provider still streams (faults then hit mid-stream)."""
+    bot_token: bool = True
+    """The sink holds the bot token (``False``: a webhook-only sink, which cannot read messages)."""
 
 
 @attrs.frozen
@@ -96,6 +105,8 @@ class Row:
     status: str
     requests: int
     peak_mib: float | None
+    reads: int = 0
+    """Channel listings (``GET .../messages``): edit mode looking for a message."""
 
     def problems(self) -> list[str]:
         found = []
@@ -117,6 +128,63 @@ def _bomb() -> bytes:
 
 
 _BOMB: list[bytes] = []
+_NOT_JSON = Step("status", status=200, body=b"<html>stored</html>", store=True)
+"""A 2xx whose body is not JSON (a proxy's page): stored, but no message id."""
+_AMBIGUOUS = (
+    ("500 after stored", json_step(500, {"code": 0}, store=True)),
+    ("reset after stored", Step("reset", store=True)),
+    ("non-JSON 2xx", _NOT_JSON),
+)
+_WEBHOOK_ONLY = (
+    ("500 before stored", json_step(500, {"code": 0})),
+    ("reset before stored", Step("reset")),
+)
+
+
+def _ambiguous_rows() -> tuple[Callable[[], Scenario], ...]:
+    """The ambiguous answers on both paths in the three modes (what is not among the rows above).
+
+    Edit mode takes the fault on its first create (the message every later edit needs);
+    the other modes on the second.
+    """
+    rows: list[Callable[[], Scenario]] = []
+    for mode in DeliveryMode:
+        before = () if mode is DeliveryMode.EDIT else (OK,)
+        bot = _AMBIGUOUS if mode is not DeliveryMode.AGGREGATED else _AMBIGUOUS[2:]
+        hook = (*_AMBIGUOUS, *_WEBHOOK_ONLY) if mode is not DeliveryMode.AGGREGATED else _AMBIGUOUS[2:]
+        webhook_promise = "exactly once" if mode is DeliveryMode.EDIT else "at most once"
+        for case, step in bot:
+            rows.append(_row(f"{mode.value}: {case}", "exactly once", (*before, step), mode))
+        for case, step in hook:
+            rows.append(
+                _row(f"{mode.value} webhook: {case}", webhook_promise, (*before, step), mode, webhook=True)
+            )
+    for case, step in (_AMBIGUOUS[0], _WEBHOOK_ONLY[0]):
+        rows.append(
+            _row(
+                f"edit webhook, no bot token: {case}",
+                "at most once",
+                (step,),
+                DeliveryMode.EDIT,
+                webhook=True,
+                bot_token=False,
+            )
+        )
+    return tuple(rows)
+
+
+def _row(
+    name: str,
+    promise: str,
+    steps: tuple[Step, ...],
+    mode: DeliveryMode,
+    *,
+    webhook: bool = False,
+    bot_token: bool = True,
+) -> Callable[[], Scenario]:
+    return lambda: Scenario(name, promise, steps, webhook=webhook, delivery=mode, bot_token=bot_token)
+
+
 _MIDWAY = (OK, OK)
 """Two messages go through before the fault hits the third."""
 
@@ -251,6 +319,7 @@ SCENARIOS: tuple[Callable[[], Scenario], ...] = (
         webhook=True,
         delivery=DeliveryMode.LIVE,
     ),
+    *_ambiguous_rows(),
 )
 
 
@@ -306,7 +375,9 @@ async def _run(scenario: Scenario) -> Row:
         peak: float | None = None
         async with (
             FakeProvider(PIECES, list(scenario.plans)) as provider,
-            RestSink(discord.base_url, discord.token, backoff=FAST, seed=1) as sink,
+            RestSink(
+                discord.base_url, discord.token if scenario.bot_token else None, backoff=FAST, seed=1
+            ) as sink,
         ):
             if scenario.peak:
                 tracemalloc.start()
@@ -332,6 +403,7 @@ async def _run(scenario: Scenario) -> Row:
         creates = sum(
             1 for method, path in discord.requests if method == "POST" and not path.endswith("typing")
         )
+        reads = sum(1 for method, path in discord.requests if method == "GET" and path.endswith("messages"))
     return Row(
         scenario,
         len(expected),
@@ -340,6 +412,7 @@ async def _run(scenario: Scenario) -> Row:
         status,
         creates,
         peak,
+        reads,
     )
 
 
@@ -390,3 +463,11 @@ async def test_fault_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     assert by_name["no fault"].expected >= 5
     assert by_name["401 mid-stream"].lost > 0 and by_name["webhook: reset before stored"].lost > 0
     assert by_name["webhook: 500 after stored"].lost == 0
+    # Edit mode found its messages: by the nonce (no listing), or by reading the channel back.
+    assert by_name["edit: non-JSON 2xx"].reads == 0
+    assert by_name["edit webhook: 500 after stored"].reads > 0
+    assert by_name["edit webhook: 500 before stored"].reads > 0
+    # Without the bot token the message stays as shown and the rest follows it: nothing lost.
+    unread = by_name["edit webhook, no bot token: 500 after stored"]
+    assert unread.reads == 0 and unread.lost == 0
+    assert by_name["edit webhook, no bot token: 500 before stored"].lost > 0
