@@ -35,6 +35,8 @@ from rxcord.core.types import (
 )
 
 _TEXT_THOUGHTS = (ThoughtKind.RAW, ThoughtKind.SUMMARY)
+_SHOWN = (SegmentKind.TEXT, SegmentKind.TABLE)
+"""Segments whose text is part of the visible text delivered (a table as its markdown)."""
 _OVERRIDDEN_BY_DELIVERY_STOP = (StreamStatus.STREAMING, StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL)
 
 
@@ -93,7 +95,7 @@ class ResultBuilder:
         self.delivery_stop = self.delivery_stop or delivery.stopped
         if segment is None:
             return
-        if segment.kind is SegmentKind.TEXT and delivery.messages:
+        if segment.kind in _SHOWN and delivery.messages:
             if delivery.partial:
                 # Cut short by a stop: only what Discord accepted counts as delivered.
                 self.delivered.append("\n".join(_content(message) for message in delivery.messages))

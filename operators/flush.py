@@ -83,7 +83,7 @@ import attrs
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
-from rxcord.core.config import StreamConfig
+from rxcord.core.config import StreamConfig, TableStyle
 from rxcord.core.state import Segment, StreamState
 from rxcord.core.text_buffer import TextBuffer
 from rxcord.core.types import (
@@ -99,7 +99,7 @@ from rxcord.core.types import (
 from rxcord.operators.cut_policy import QUOTE, Fence, Level, choose, half_full, opening, rank
 from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
 from rxcord.operators.md_cuts import Cut, CutList, NullCuts
-from rxcord.operators.md_tables import TableSpan, render_table
+from rxcord.operators.md_tables import INLINE_WIDTH, TableSpan, inline_width, render_table
 from rxcord.operators.quiet_timer import QuietTimer
 from rxcord.operators.reasoning_tags import (
     CLOSE_RE,
@@ -507,14 +507,15 @@ class Flusher:
         return self._blank
 
     def _release(self, upto: int, fence: Fence | None) -> None:
-        """Release the held text up to *upto* as one TEXT segment (*fence*: the cut is inside it)."""
+        """Release the held text up to *upto* as one TEXT segment (*fence*: the cut is inside it).
+
+        A table sent as a picture cuts it: the text before it, a ``TABLE`` segment, the text after.
+        """
         text = self._pieces.getvalue()
         cut = upto - self._base
         piece, rest = text[:cut], text[cut:]
-        piece = self._render_tables(piece, upto)
-        segment_text = (
-            opening(self._quoted, piece, self._reopen) + piece + (fence.close if fence is not None else "")
-        )
+        parts = self._render_tables(piece, upto)
+        quoted, reopen = self._quoted, self._reopen
         self._pieces = TextBuffer(rest)
         self._base = upto
         self._reopen = fence.reopen(self.config.message_limit) if fence is not None else ""
@@ -525,22 +526,45 @@ class Flusher:
                 self._best[level] = None
         if self._best_fenced is not None and self._best_fenced.start <= upto:
             self._best_fenced = None
+        close = fence.close if fence is not None else ""
+        if len(parts) == 1:
+            body = parts[0][1]
+            self._emit(SegmentKind.TEXT, opening(quoted, body, reopen) + body + close)
+            return
+        for index, (at, part) in enumerate(parts):
+            if index % 2:
+                self._emit(SegmentKind.TABLE, part)
+                continue
+            last = index == len(parts) - 1
+            if not part.strip() and not (last and close):
+                continue  # nothing but the blank lines around a table
+            if index:
+                quoted, reopen = quote_from is not None and quote_from < at, ""
+            self._emit(SegmentKind.TEXT, opening(quoted, part, reopen) + part + (close if last else ""))
+
+    def _emit(self, kind: SegmentKind, text: str) -> None:
+        """Hand on one released segment, counted against ``config.max_flushes``."""
         if self.capped:
             return
         self._texts += 1
-        self._out.append(Segment(kind=SegmentKind.TEXT, text=segment_text))
-        _log.debug("released {chars} chars (segment {count})", chars=len(segment_text), count=self._texts)
+        self._out.append(Segment(kind=kind, text=text))
+        _log.debug("released {chars} chars (segment {count})", chars=len(text), count=self._texts)
         if self._texts >= self.config.max_flushes:
             self.capped = True
 
-    def _render_tables(self, piece: str, upto: int) -> str:
-        """Replace the complete tables inside the released range by their rendering."""
+    def _render_tables(self, piece: str, upto: int) -> list[tuple[int, str]]:
+        """The released range with its complete tables rendered: ``(absolute start, text)`` parts.
+
+        Parts alternate: text (even indices; a table kept inline is a monospace block in it),
+        then a table sent as a picture (odd indices: its markdown), then text, ...
+        """
         base = self._base
         tables = self._tables
         if not tables:
-            return piece
-        parts: list[str] = []
-        last = 0
+            return [(base, piece)]
+        parts: list[tuple[int, str]] = []
+        text: list[str] = []
+        last = run = 0
         keep: list[TableSpan] = []
         for table in tables:
             if table.end > upto:
@@ -550,15 +574,31 @@ class Flusher:
                 continue
             start, end = table.start - base, table.end - base
             rendered = render_table(piece[start:end])
-            if rendered is not None:
-                parts.append(piece[last:start])
-                parts.append(rendered)
-                last = end
+            if rendered is None:
+                continue
+            text.append(piece[last:start])
+            if self._pictured(rendered):
+                parts.append((base + run, "".join(text)))
+                parts.append((table.start, piece[start:end]))
+                text, run = [], end
+            else:
+                text.append(rendered)
+            last = end
         self._tables = keep
-        if not parts:
-            return piece
-        parts.append(piece[last:])
-        return "".join(parts)
+        if not parts and len(text) == 1:
+            return [(base, piece)]  # no table here is complete yet: the piece as it is
+        text.append(piece[last:])
+        parts.append((base + run, "".join(text)))
+        return parts
+
+    def _pictured(self, rendered: str) -> bool:
+        """Whether a table (its monospace *rendered* block) is sent as a picture (``StreamConfig.tables``)."""
+        config = self.config
+        return (
+            config.tables is TableStyle.PICTURE
+            and config.delivery is not DeliveryMode.EDIT
+            and inline_width(rendered) > INLINE_WIDTH
+        )
 
     def _take(self) -> list[Segment]:
         out = self._out

@@ -19,7 +19,7 @@ from reactivex.disposable import CompositeDisposable, SerialDisposable
 from rxcord.core.state import Segment, TypingPulse
 from rxcord.core.types import Operator, SegmentKind
 
-_VISIBLE = (SegmentKind.TEXT, SegmentKind.ERROR_EMBED)
+_VISIBLE = (SegmentKind.TEXT, SegmentKind.ERROR_EMBED, SegmentKind.TABLE)
 _PULSE = TypingPulse()
 
 

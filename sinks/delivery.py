@@ -48,6 +48,7 @@ from rxcord.sinks.persona import reply_jump_link, webhook_username
 from rxcord.sinks.ratelimit import RateLimitError
 from rxcord.sinks.remainder import remainder
 from rxcord.sinks.split_message import split_message
+from rxcord.sinks.table_picture import table_messages
 
 _log = logger.bind(stage="07-delivery")
 
@@ -170,15 +171,24 @@ class DiscordDelivery:
         """
         if segment.kind is SegmentKind.ERROR_EMBED:
             return [self._payload({"embeds": [dict(segment.embed or {})]}, users=())]
+        if segment.kind is SegmentKind.TABLE:
+            # A table's cells are shown as drawn: no mention in it pings anyone.
+            first = self._reply_notices()
+            bodies = table_messages(segment.text, self.config.message_limit)
+            return first + [self._payload(body, users=()) for body in bodies]
         text, users = resolve_mentions(segment.text, self.resolver)
         if after:
             text = remainder(text, after)
-        out: list[dict[str, Any]] = []
-        if self.planned == 0 and self.context.uses_webhook and self.context.reply_to_message_id:
-            out.append(self._payload({"content": self._reply_notice()}, users=()))
+        out = self._reply_notices()
         for piece in split_message(text, self.config.message_limit):
             out.append(self._payload({"content": piece}, users=users))
         return out
+
+    def _reply_notices(self) -> list[dict[str, Any]]:
+        """The reply notice a webhook's first message needs (webhooks cannot reply), or none."""
+        if self.planned == 0 and self.context.uses_webhook and self.context.reply_to_message_id:
+            return [self._payload({"content": self._reply_notice()}, users=())]
+        return []
 
     def _steps(self, segment: Segment) -> list[Observable[SentMessage | None]]:
         """Paced delivery: each message after a typing pause on the scheduler (a stop cuts the wait)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 __all__ = ("DiscordPySink", "WebhookFactory", "send_kwargs", "webhook_kwargs")
 
+import io
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookErr
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.sinks.persona import webhook_username
+from rxcord.sinks.uploads import split_uploads
 
 Resolve = Callable[[StreamContext], discord.abc.Messageable]
 """Finds the discord.py messageable for a stream's context."""
@@ -68,6 +70,9 @@ def send_kwargs(context: StreamContext, payload: Mapping[str, Any]) -> dict[str,
         kwargs["embeds"] = [discord.Embed.from_dict(dict(e)) for e in payload["embeds"]]
     if payload.get("nonce") is not None:
         kwargs["nonce"] = payload["nonce"]
+    files = _files(payload)
+    if files:
+        kwargs["files"] = files
     reference = payload.get("message_reference")
     if reference:
         kwargs["reference"] = discord.MessageReference(
@@ -76,6 +81,18 @@ def send_kwargs(context: StreamContext, payload: Mapping[str, Any]) -> dict[str,
             fail_if_not_exists=bool(reference.get("fail_if_not_exists", False)),
         )
     return kwargs
+
+
+def _files(payload: Mapping[str, Any]) -> list[discord.File]:
+    """The payload's uploads (``rxcord.sinks.uploads``) as discord.py files, described as planned."""
+    _, uploads = split_uploads(payload)
+    named = {item.get("id"): item for item in payload.get("attachments") or () if isinstance(item, Mapping)}
+    return [
+        discord.File(
+            io.BytesIO(upload.data), filename=upload.filename, description=named.get(n, {}).get("description")
+        )
+        for n, upload in enumerate(uploads)
+    ]
 
 
 def webhook_kwargs(context: StreamContext, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,7 +182,7 @@ class DiscordPySink:
         except discord.HTTPException as exc:
             raise _translate(exc) from exc
         return SentMessage(
-            payload=dict(payload), message_id=str(message.id), channel_id=str(message.channel.id)
+            payload=split_uploads(payload)[0], message_id=str(message.id), channel_id=str(message.channel.id)
         )
 
     async def edit_message(

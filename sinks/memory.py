@@ -24,6 +24,7 @@ from rxcord.core.errors import DiscordError
 from rxcord.core.state import SentMessage
 from rxcord.sinks.emulator import check_message_payload
 from rxcord.sinks.rest import discord_error
+from rxcord.sinks.uploads import Upload, split_uploads
 
 
 @attrs.define
@@ -77,6 +78,8 @@ class MemorySink:
     readable: bool = True
     reads: int = attrs.field(default=0, init=False)
     """``recent_messages`` calls."""
+    files: dict[str, tuple[Upload, ...]] = attrs.field(factory=dict, init=False)
+    """Message id -> the files sent with it (``rxcord.sinks.uploads``; ``sent`` holds the JSON body)."""
     _nonces: dict[tuple[str, str], str] = attrs.field(factory=dict, init=False)
     """(channel, nonce) -> message id, for ``enforce_nonces``."""
 
@@ -94,7 +97,7 @@ class MemorySink:
             error = check_message_payload(payload, webhook=context.uses_webhook)
             if error is not None:
                 raise discord_error(400, error)
-        recorded = dict(payload)
+        recorded, uploads = split_uploads(payload)
         channel_id = context.thread_id if context.uses_webhook and context.thread_id else context.channel_id
         nonce = self._nonce(context, payload)
         if nonce is not None and (channel_id, nonce) in self._nonces:
@@ -106,6 +109,8 @@ class MemorySink:
             payload=recorded, message_id=str(self.first_id + self.accepted), channel_id=channel_id
         )
         self.accepted += 1
+        if uploads:
+            self.files[str(message.message_id)] = uploads
         self.sent.append((context, recorded))
         self.results.append(message)
         if nonce is not None:

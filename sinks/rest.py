@@ -84,6 +84,7 @@ from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.sinks.persona import webhook_username
 from rxcord.sinks.ratelimit import RateLimiter, Route, webhook_major
+from rxcord.sinks.uploads import split_uploads
 
 _log = logger.bind(stage="07-rest")
 
@@ -480,7 +481,7 @@ class RestSink:
         message_id = body.get("id")
         channel_id = body.get("channel_id") or fallback_channel
         return SentMessage(
-            payload=answer.sent or {},
+            payload=split_uploads(answer.sent or {})[0],
             message_id=str(message_id) if message_id is not None else None,
             channel_id=str(channel_id),
         )
@@ -594,9 +595,7 @@ class RestSink:
         headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
         if bot and self._token is not None:
             headers["Authorization"] = f"Bot {self._token}"
-        data = json.dumps(payload).encode() if payload is not None else None
-        if data is not None:
-            headers["Content-Type"] = "application/json"
+        data = _body(payload, headers)
         async with self._session.request(
             method, url, data=data, headers=headers, timeout=self._timeout, auto_decompress=False
         ) as response:
@@ -608,6 +607,24 @@ class RestSink:
                 except (ValueError, RecursionError):
                     body = None
             return response.status, response.headers, body
+
+
+def _body(payload: Mapping[str, Any] | None, headers: dict[str, str]) -> bytes | aiohttp.FormData | None:
+    """The request body: JSON, or multipart (``payload_json`` and ``files[n]``) when files ride along.
+
+    Built again for each attempt: a ``FormData`` can be sent once.
+    """
+    if payload is None:
+        return None
+    body, uploads = split_uploads(payload)
+    if not uploads:
+        headers["Content-Type"] = "application/json"
+        return json.dumps(body).encode()
+    form = aiohttp.FormData()
+    form.add_field("payload_json", json.dumps(body), content_type="application/json")
+    for n, upload in enumerate(uploads):
+        form.add_field(f"files[{n}]", upload.data, filename=upload.filename, content_type=upload.content_type)
+    return form
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes | None:

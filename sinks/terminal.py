@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import attrs
 from rxcord.core.config import StreamContext
 from rxcord.core.state import SentMessage
+from rxcord.sinks.uploads import split_uploads
 
 
 @attrs.define
@@ -28,8 +29,12 @@ class TerminalSink:
             self.out.write(content + "\n")
         for embed in payload.get("embeds") or []:
             self.out.write(f"[{embed.get('title', 'error')}] {embed.get('description', '')}\n")
+        body, _ = split_uploads(payload)
+        for attachment in body.get("attachments") or []:
+            # A terminal cannot show a picture: its name, and its alt text (a table's markdown).
+            self.out.write(f"[{attachment.get('filename')}]\n{attachment.get('description') or ''}\n")
         self.out.flush()
-        return SentMessage(payload=dict(payload), message_id=str(self.count), channel_id=context.channel_id)
+        return SentMessage(payload=body, message_id=str(self.count), channel_id=context.channel_id)
 
     async def trigger_typing(self, context: StreamContext) -> None:
         """Nothing to show in a terminal."""

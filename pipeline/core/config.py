@@ -6,13 +6,24 @@ configuration never changes while it runs.
 
 from __future__ import annotations
 
-__all__ = ("Guards", "RenderModifiers", "StreamConfig", "StreamContext")
+__all__ = ("Guards", "RenderModifiers", "StreamConfig", "StreamContext", "TableStyle")
+
+import enum
 
 import attrs
 from rxcord.core.types import DeliveryMode
 
 DISCORD_MESSAGE_LIMIT = 2000
 """Discord's content limit for bots, in code points."""
+
+
+class TableStyle(str, enum.Enum):
+    """How a markdown table is sent (Discord does not render them)."""
+
+    PICTURE = "picture"
+    """A wide table is a PNG attachment, its markdown the alt text; a narrow one stays monospace."""
+    MONOSPACE = "monospace"
+    """Every table is an aligned monospace code block in the text."""
 
 
 @attrs.frozen(kw_only=True)
@@ -90,6 +101,11 @@ class StreamConfig:
     allow_roles: bool = False
     """Allow role pings."""
     render: RenderModifiers = RenderModifiers()
+    tables: TableStyle = TableStyle.PICTURE
+    """Markdown tables: pictures (attachments, text before sent first) or monospace blocks.
+
+    ``PICTURE`` sends a table wider than ``rxcord.operators.md_tables.INLINE_WIDTH`` columns
+    as a PNG (edit-in-place delivery keeps monospace: it edits one text)."""
     """Humanizer render modifiers."""
     prefill: str = ""
     """Assistant prefill sent with the request; the delivered text starts with it."""

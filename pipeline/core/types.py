@@ -213,6 +213,8 @@ class SegmentKind(str, enum.Enum):
     """The error embed for a non-retryable provider error."""
     PREVIEW = "preview"
     """Edit-in-place delivery: the text so far, for an intermediate edit (never collected)."""
+    TABLE = "table"
+    """A markdown table (its text), sent as a picture attachment (``StreamConfig.tables``)."""
 
 
 @attrs.frozen

@@ -122,6 +122,8 @@ class DiscordEmulator:
         self.host = "127.0.0.1"
         self.port = 0
         self.webhooks: dict[str, EmulatedWebhook] = {hook.id: hook for hook in self.config.webhooks}
+        self.files: dict[str, bytes] = {}
+        """Attachment id -> the bytes uploaded (``rxcord.sinks.emulator.uploads``)."""
         self._faults = [_FaultState(fault, fault.count) for fault in self.config.fault_plan]
         self._invalid: collections.deque[float] = collections.deque()
         cfg = self.config

@@ -16,6 +16,7 @@ from rxcord.sinks.emulator.config import (
     ROUTE_TYPING,
 )
 from rxcord.sinks.emulator.limits import Window
+from rxcord.sinks.emulator.uploads import uploaded
 from rxcord.sinks.emulator.validation import (
     ApiError,
     form_error,
@@ -61,7 +62,10 @@ async def create_message(emu: DiscordEmulator, request: web.Request) -> web.Resp
             emu.counters.nonce_dedupes += 1
             return json_response(200, earlier.message)
     reference = store.reference(channel_id, payload.get("message_reference"))
-    message = store.create(channel_id, payload, author=author, reference=reference)
+    files = await uploaded(emu, request, payload)
+    message = store.create(
+        channel_id, payload, author=author, reference=reference, extra={"attachments": files}
+    )
     emu.counters.messages_created += 1
     if nonce_key is not None:
         if len(store.nonces) >= 10_000:

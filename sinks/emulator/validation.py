@@ -272,6 +272,9 @@ async def read_payload(request: web.Request) -> dict[str, Any]:
         except (HttpProcessingError, ValueError):  # a malformed multipart body
             raise ApiError(400, 50109, "The request body contains invalid JSON.") from None
         raw = form.get("payload_json")
+        # A part sent as application/json (as discord.py and RestSink send it) reads as bytes.
+        if isinstance(raw, (bytes, bytearray)):
+            raw = raw.decode("utf-8", "replace")
         text = raw if isinstance(raw, str) else "{}"
         try:
             data = safe_json.loads(text)

@@ -23,6 +23,7 @@ from rxcord.sinks.emulator.config import (
 )
 from rxcord.sinks.emulator.limits import Window
 from rxcord.sinks.emulator.store import Stored
+from rxcord.sinks.emulator.uploads import uploaded
 from rxcord.sinks.emulator.validation import (
     ApiError,
     form_error,
@@ -97,7 +98,9 @@ async def execute_webhook(emu: DiscordEmulator, request: web.Request) -> web.Res
             "avatar": None,
             "bot": True,
         }
-        message = emu.store.create(channel_id, payload, author=author, webhook_id=hook.id)
+        files = await uploaded(emu, request, payload)
+        extra = {"attachments": files}
+        message = emu.store.create(channel_id, payload, author=author, webhook_id=hook.id, extra=extra)
     emu.counters.messages_created += 1
     return json_response(200, message) if wait else web.Response(status=204)
 

@@ -1,0 +1,53 @@
+"""Files uploaded with a message (multipart ``files[n]`` parts), as Discord stores them.
+
+A create or webhook execute body sent as multipart/form-data names its files in
+``payload_json``'s ``attachments`` (``{"id": n, "filename", "description"}``) and sends
+each as the part ``files[n]``. The message keeps one attachment object per named file
+that came (``filename``, ``size``, ``content_type``, ``description``, a local ``url``);
+a part named but missing is a 400, as on Discord. The bytes are kept by attachment id
+(``DiscordEmulator.files``), so a test can read back what was sent.
+"""
+
+from __future__ import annotations
+
+__all__ = ("uploaded",)
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from rxcord.sinks.emulator.validation import form_error
+
+if TYPE_CHECKING:
+    from rxcord.sinks.emulator.app import DiscordEmulator
+
+
+async def uploaded(
+    emu: DiscordEmulator, request: web.Request, payload: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The attachment objects of the files *request* uploaded (``[]`` for a JSON body)."""
+    named = payload.get("attachments")
+    if request.content_type != "multipart/form-data" or not isinstance(named, list):
+        return []
+    form = await request.post()  # parsed once by read_payload; aiohttp keeps it
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(named):
+        part = form.get(f"files[{item.get('id')}]") if isinstance(item, dict) else None
+        if not isinstance(part, web.FileField):
+            problem = (("attachments", str(index)), "ATTACHMENT_NOT_FOUND", "Attachment data not found")
+            raise form_error([problem])
+        data = part.file.read()
+        attachment_id = emu.store.snowflake()
+        filename = str(item.get("filename") or part.filename)
+        emu.files[attachment_id] = data
+        out.append(
+            {
+                "id": attachment_id,
+                "filename": filename,
+                "size": len(data),
+                "url": f"/attachments/{attachment_id}/{filename}",
+                "proxy_url": f"/attachments/{attachment_id}/{filename}",
+                "content_type": part.content_type,
+                **({"description": str(item["description"])} if item.get("description") else {}),
+            }
+        )
+    return out
