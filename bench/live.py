@@ -311,6 +311,9 @@ class _StampedAdapter:
     def rejection(self, raw: RawStreamChunk) -> ProviderError | None:
         return self.inner.rejection(raw)
 
+    def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
+        return self.inner.ends_stream(chunks)
+
     def describe_error(self, error: ProviderError) -> str:
         return self.inner.describe_error(error)
 

@@ -703,6 +703,15 @@ class AnthropicAdapter:
             return classify_stream_error(data, provider=PROVIDER)
         return None
 
+    def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
+        """A ``message_stop`` event ends the stream (Anthropic sends no ``[DONE]``)."""
+        return any(_is_stop(raw) for raw in chunks)
+
     def describe_error(self, error: ProviderError) -> str:
         """The error embed's text (a model_error keeps the provider's details)."""
         return describe_error(error, provider=PROVIDER)
+
+
+def _is_stop(raw: RawStreamChunk) -> bool:
+    data = raw.data
+    return isinstance(data, Mapping) and data.get("type") == "message_stop"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 __all__ = ("DegradationPolicy", "HttpRequest", "ProviderAdapter")
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -91,6 +91,14 @@ class ProviderAdapter(Protocol):
 
     def rejection(self, raw: RawStreamChunk) -> ProviderError | None:
         """The error *raw* carries (an SSE error event after a 200, or a transport error), if any."""
+        ...
+
+    def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
+        """Whether *chunks* (one read's events) hold the wire format's end marker.
+
+        Only a stream whose end marker was read ended cleanly; one that stops before it is
+        ``truncated_stream`` (stage 02). ``data: [DONE]`` is read by the transport itself.
+        """
         ...
 
     def describe_error(self, error: ProviderError) -> str:

@@ -662,6 +662,19 @@ class GoogleAdapter:
             return None
         return _event_error(raw.data)
 
+    def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
+        """A candidate's ``finishReason`` ends the stream (Gemini sends no ``[DONE]``)."""
+        return any(_finished(raw.data) for raw in chunks)
+
     def describe_error(self, error: ProviderError) -> str:
         """The error embed's text (a model_error keeps the provider's details)."""
         return describe_error(error, provider=PROVIDER)
+
+
+def _finished(data: object) -> bool:
+    if not isinstance(data, Mapping):
+        return False
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list):
+        return False
+    return any(isinstance(candidate, Mapping) and candidate.get("finishReason") for candidate in candidates)

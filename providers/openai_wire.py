@@ -1075,6 +1075,10 @@ class ChatCompletionsAdapter:
         """The error *raw* carries (transport error, error event, ``finish_reason: "error"``), if any."""
         return chunk_error(raw, provider=self.name)
 
+    def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
+        """Never: Chat Completions ends with ``data: [DONE]``, which the transport reads itself."""
+        return False
+
     def describe_error(self, error: ProviderError) -> str:
         """The error embed's text (a model_error keeps the supported model ids)."""
         return describe_error(error, provider=self.name)

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 __all__ = ("SseEvent", "SseLineTooLong", "SseParser")
 
+import re
 from typing import Final
 
 import attrs
 from rxcord.core.errors import RxcordError
 
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
+_BLANK_RUN: Final = re.compile(b"\n{3,}")
 _DEFAULT_MAX_LINE: Final = 8 * 1024 * 1024
 
 
@@ -113,6 +115,10 @@ class SseParser:
             # blank lines. An event that is one ``data:`` line, with nothing pending
             # from earlier lines, is dispatched without the line-by-line machinery;
             # anything else goes through it, so the events are the same.
+            if b"\n\n\n" in buf:
+                # A blank line after a blank line dispatches nothing: a run of them is one
+                # (a body of blank lines costs one C-speed pass, not a Python step per line).
+                buf = _BLANK_RUN.sub(b"\n\n", buf)
             blocks = buf.split(b"\n\n")
             tail = blocks.pop()
             for block in blocks:
@@ -123,6 +129,15 @@ class SseParser:
                     and b"\n" not in block
                 ):
                     out.append((block[6:] if block.startswith(b" ", 5) else block[5:], None, self._id))
+                    continue
+                if (
+                    block.startswith(b":")
+                    and not self._has_data
+                    and self._event is None
+                    and b"\n" not in block
+                ):
+                    # A lone keepalive comment between events: counted, nothing to decode or dispatch.
+                    self.comments += 1
                     continue
                 for raw in block.split(b"\n"):
                     line(raw, out)

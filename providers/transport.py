@@ -22,9 +22,24 @@ Rate limits and overload are *not* retried here: the turn runner owns key
 and model fallback. After commitment every error passes through as an error
 chunk, and the stream ends.
 
+Holds before commitment are bounded: once ``max_held_events`` chunks are held or
+``max_held_bytes`` of the body were read without commitment (blank lines, comments
+and keepalives count: they are bytes read), the attempt commits: what is held passes
+on and is no longer held, so nothing grows and nothing is lost; the attempt is then
+no longer retried transparently. A compressed body is decompressed here, in steps of
+at most ``READ_SLICE`` bytes (``rxcord.providers.inflate``), so every bound is checked
+after a bounded step.
+
+How a stream ends. Only the wire format's end marker ends it cleanly: ``data: [DONE]``
+(read here) or what ``adapter.ends_stream`` recognises (Anthropic's ``message_stop``,
+Gemini's ``finishReason``). A body that ends, or a connection that closes or resets,
+before it is a retryable ``truncated_stream`` error, between two events as well as in
+the middle of one (retried before commitment, passed on after it).
+
 Limits: connect, first-byte and idle-between-chunks timeouts (a stall
 becomes a retryable ``timeout`` error, never a hang), a cap on a non-streamed
-body (1 MiB) and on a streamed body, and a bound on one SSE line.
+body (1 MiB) and on a streamed body (both after decompression), and a bound on
+one SSE line.
 
 Custom endpoints (``is_custom_endpoint``: any origin other than the adapter's
 default, so a built-in provider's base-URL override too) pass the SSRF guard
@@ -62,6 +77,7 @@ from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
+from rxcord.providers.inflate import ACCEPT_ENCODING, Read, UndecodableBody, body_reader
 from rxcord.providers.sse import SseLineTooLong, SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
 from yarl import URL
@@ -74,6 +90,8 @@ BATCH_EVENTS: Final = 64
 """The most SSE events decoded and emitted as one batch (a network read may hold more)."""
 READ_SLICE: Final = 16 * 1024
 """A larger network read (aiohttp hands over up to 256 KB) is parsed this many bytes at a time."""
+TRUNCATED: Final = "truncated_stream"
+"""``ProviderError.code`` of a stream that ended before its end marker (in or between events)."""
 
 _NO_SECRETS: Final = Redactor()
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -118,6 +136,10 @@ class TransportConfig:
     """Cap on a streamed body."""
     max_line_bytes: int = 8 * 1024 * 1024
     """Cap on one SSE line."""
+    max_held_events: int = 1024
+    """Chunks held before commitment (keepalives, role-only or empty deltas); then the attempt commits."""
+    max_held_bytes: int = 1024 * 1024
+    """Body bytes read before commitment (blank lines and comments too); then the attempt commits."""
     transient_retries: int = 2
     """Retries of a transient failure before commitment."""
     backoff: float = 0.25
@@ -139,18 +161,32 @@ class TransportStats:
     bodies_sent: list[bytes] = attrs.field(factory=list, repr=False)
     closed: bool = False
     """The attempt's response was released (normally or by cancellation)."""
+    peak_held_events: int = 0
+    """The most chunks one attempt held before commitment."""
+    peak_held_bytes: int = 0
+    """The most body bytes one attempt read before commitment (after decompression)."""
 
 
 class _Commit:
     """Per-attempt commitment bookkeeping."""
 
-    __slots__ = ("committed", "failed", "held", "seen")
+    __slots__ = ("committed", "cut", "failed", "held", "held_bytes", "in_events", "last", "seen", "terminal")
 
     def __init__(self) -> None:
         self.committed = False
         self.seen = 0
         """Event chunks read in this attempt (none at the end: an empty stream)."""
         self.held: list[RawStreamChunk] = []
+        self.held_bytes = 0
+        """Body bytes read while not committed (the bound's measure)."""
+        self.in_events = False
+        """The event stream's body is being read (a failure now cuts the stream)."""
+        self.terminal = False
+        """The wire format's end marker was read: the stream ended cleanly."""
+        self.cut = False
+        """A cut was reported already (an event left unfinished at the end of the body)."""
+        self.last: RawStreamChunk | None = None
+        """The latest event chunk (a stream whose last event is an error ended with it)."""
         self.failed: tuple[ProviderError, RawStreamChunk] | None = None
         """The rejection that ended the attempt before commitment (and its chunk)."""
 
@@ -322,6 +358,7 @@ class _Pump:
         """Run one attempt; return the rejection (and its chunk) if it failed before commitment."""
         self.stats.attempts += 1
         await self._fetch(body, state)
+        self._note_held(state)
         if state.failed is not None:
             return state.failed
         self._emit_held(state)
@@ -337,7 +374,7 @@ class _Pump:
             if state.committed:
                 self._send(batch)
                 return False
-            adapter = self.adapter
+            adapter, held, bound = self.adapter, state.held, self.cfg.max_held_events
             for index, raw in enumerate(batch):
                 rejection = adapter.rejection(raw)
                 if rejection is not None:
@@ -346,14 +383,30 @@ class _Pump:
                     return True
                 if adapter.is_meaningful(raw):
                     # Committed: what was held, this chunk and the rest of the read, unchecked.
-                    state.committed = True
-                    held, state.held = state.held, []
-                    self._send([*held, *batch[index:]] if held else batch[index:])
+                    self._commit(state, batch[index:])
                     return False
-                state.held.append(raw)
+                held.append(raw)
+                if len(held) >= bound:
+                    # Past the bound (an event that carries nothing counts): commit, never grow.
+                    self._commit(state, batch[index + 1 :])
+                    return False
             return False
         except Exception as exc:
             raise _DownstreamError(exc) from exc
+
+    def _commit(self, state: _Commit, rest: list[RawStreamChunk]) -> None:
+        """Commit the attempt: what is held passes on, then *rest* (unchecked, as all that follows)."""
+        state.committed = True
+        self._note_held(state)
+        held, state.held = state.held, []
+        chunks = [*held, *rest] if held else rest
+        if chunks:
+            self._send(chunks)
+
+    def _note_held(self, state: _Commit) -> None:
+        stats = self.stats
+        stats.peak_held_events = max(stats.peak_held_events, len(state.held))
+        stats.peak_held_bytes = max(stats.peak_held_bytes, state.held_bytes)
 
     def _emit_held(self, state: _Commit) -> None:
         held, state.held = state.held, []
@@ -376,6 +429,8 @@ class _Pump:
                 headers = {"Content-Type": "application/json", **self.request.headers}
                 if self.request.stream:
                     headers.setdefault("Accept", "text/event-stream")
+                # Decompressed here, in bounded steps (rxcord.providers.inflate), not by aiohttp.
+                headers["Accept-Encoding"] = ACCEPT_ENCODING
                 # The idle bound between pieces is IdleWatch's (one timer per bound, not one per read).
                 timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.connect_timeout)
                 async with asyncio.timeout(self.cfg.first_byte_timeout):
@@ -387,6 +442,7 @@ class _Pump:
                             headers=headers,
                             timeout=timeout,
                             allow_redirects=False,
+                            auto_decompress=False,
                         )
                     )
                 stack.callback(self._mark_closed)
@@ -400,9 +456,23 @@ class _Pump:
         except SseLineTooLong as exc:
             error = _error(str(exc), retryable=False, code="sse_line_too_long", original=exc)
             self._offer([RawStreamChunk(provider=name, error=error)], state)
+        except UndecodableBody as exc:
+            self._offer([_malformed(name, self.redact.text(str(exc)), "")], state)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            error = self.redact.error(classify_exception(exc, provider=name))
-            self._offer([RawStreamChunk(provider=name, error=error)], state)
+            self._read_failed(exc, state)
+
+    def _read_failed(self, exc: Exception, state: _Commit) -> None:
+        """A failed connection; while the events are read (not a stall), it cut the stream."""
+        name = self.adapter.name
+        if state.in_events and not isinstance(exc, TimeoutError):
+            if state.terminal:
+                return  # the end marker was read: closing the connection after it cuts nothing
+            detail = self.redact.text(f"{type(exc).__name__}: {exc}")[:500]
+            chunk = _cut(name, f"the connection failed before the stream's end marker ({detail})", exc)
+            self._offer([chunk], state)
+            return
+        error = self.redact.error(classify_exception(exc, provider=name))
+        self._offer([RawStreamChunk(provider=name, error=error)], state)
 
     def _mark_closed(self) -> None:
         self.stats.closed = True
@@ -423,8 +493,9 @@ class _Pump:
         name = self.adapter.name
         status = response.status
         ctype = response.headers.get("Content-Type", "")
+        read = body_reader(response.content.readany, response.headers.get("Content-Encoding", ""), READ_SLICE)
         if status >= 400:
-            text = await _read_capped(response, self.cfg.max_body_bytes, watch)
+            text = await _read_capped(read, self.cfg.max_body_bytes, watch)
             decoded = _decode_json(self.redact.text(text))
             error = classify_http_error(
                 status, decoded, provider=name, headers=dict(response.headers), url=str(response.url)
@@ -444,7 +515,7 @@ class _Pump:
             self._offer([RawStreamChunk(provider=name, error=error, metadata={"status": status})], state)
             return
         if "text/event-stream" not in ctype:
-            text = self.redact.text(await _read_capped(response, self.cfg.max_body_bytes, watch))
+            text = self.redact.text(await _read_capped(read, self.cfg.max_body_bytes, watch))
             decoded = _decode_json(text)
             if isinstance(decoded, str):
                 self._offer([_malformed(name, "response body is not JSON", text)], state)
@@ -452,9 +523,9 @@ class _Pump:
             metadata = {"complete": True, "status": status}
             self._offer([RawStreamChunk(provider=name, data=decoded, metadata=metadata)], state)
             return
-        await self._read_events(response, state, watch)
+        await self._read_events(read, state, watch)
 
-    async def _read_events(self, response: aiohttp.ClientResponse, state: _Commit, watch: IdleWatch) -> None:
+    async def _read_events(self, read: Read, state: _Commit, watch: IdleWatch) -> None:
         """The event stream: one batch per network read, straight from the read loop downstream.
 
         One coroutine awaits the reads (no async generator between the socket and the
@@ -464,11 +535,11 @@ class _Pump:
         name = self.adapter.name
         parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
         total = 0
-        limit = self.cfg.max_stream_bytes
-        read = response.content.readany
+        limit, hold = self.cfg.max_stream_bytes, self.cfg.max_held_bytes
         touch = watch.touch
         events = self._events
         feed = parser.feed_raw
+        state.in_events = True
         while piece := await read():
             touch()
             size = len(piece)
@@ -476,6 +547,10 @@ class _Pump:
             if total > limit:
                 self._offer([_malformed(name, f"stream exceeded {limit} bytes", "")], state)
                 return
+            if not state.committed:
+                state.held_bytes = total
+                if total > hold:
+                    self._commit_past_bound(state)
             if size <= READ_SLICE:
                 if events(feed(piece), state):
                     return
@@ -487,6 +562,17 @@ class _Pump:
         if not self._events(parser.close_raw(), state, at_end=True):
             self._end_of_events(state)
 
+    def _ends_in_error(self, state: _Commit) -> bool:
+        # An error event is a stream's last word (providers close after it): nothing was cut.
+        return state.last is not None and self.adapter.rejection(state.last) is not None
+
+    def _commit_past_bound(self, state: _Commit) -> None:
+        # Bytes that carried nothing (blank lines, comments) count: past the bound, commit.
+        try:
+            self._commit(state, [])
+        except Exception as exc:
+            raise _DownstreamError(exc) from exc
+
     def _events(
         self, fields: list[tuple[bytes, str | None, str | None]], state: _Commit, *, at_end: bool = False
     ) -> bool:
@@ -496,23 +582,34 @@ class _Pump:
         """
         if not fields:
             return False
-        name, redact = self.adapter.name, self.redact
+        name, redact, ends = self.adapter.name, self.redact, self.adapter.ends_stream
         # At most BATCH_EVENTS decoded events at a time: their decoded JSON is several times
         # the bytes; downstream, each batch is done with before the next is decoded.
         for start in range(0, len(fields), BATCH_EVENTS):
             part = fields if len(fields) <= BATCH_EVENTS else fields[start : start + BATCH_EVENTS]
             batch, done = _event_chunks(name, part, at_end=at_end, redact=redact)
             state.seen += len(batch)
-            if batch and self._offer(batch, state):
-                return True
+            if batch:
+                state.last = batch[-1]
+                if not state.terminal and ends(batch):
+                    state.terminal = True
+                if at_end and batch[-1].error is not None and batch[-1].error.code == TRUNCATED:
+                    state.cut = True
+                if self._offer(batch, state):
+                    return True
             if done:
+                state.terminal = True
                 self._end_of_events(state)
                 return True
         return False
 
     def _end_of_events(self, state: _Commit) -> None:
+        """The body ended (or ``[DONE]`` came): an empty stream, or one cut before its end marker."""
         if not state.seen:
             self._offer([_empty(self.adapter.name)], state)
+        elif not (state.terminal or state.cut or self._ends_in_error(state)):
+            message = "the stream ended between two events, before its end marker (a cut connection)"
+            self._offer([_cut(self.adapter.name, message)], state)
 
 
 def _event_chunks(
@@ -564,7 +661,12 @@ def _error(message: str, *, retryable: bool, code: str, original: object = None)
 def _truncated(provider: str, text: object) -> RawStreamChunk:
     # Like a connection reset mid-body: the provider may well succeed if asked again.
     message = "the stream ended in the middle of an event (truncated body)"
-    return _error_chunk(provider, message, retryable=True, code="truncated_stream", data=text)
+    return _error_chunk(provider, message, retryable=True, code=TRUNCATED, data=text)
+
+
+def _cut(provider: str, message: str, original: Exception | None = None) -> RawStreamChunk:
+    # Between two events or in one: without its end marker the answer may be incomplete.
+    return _error_chunk(provider, message, retryable=True, code=TRUNCATED, original=original)
 
 
 def _empty(provider: str) -> RawStreamChunk:
@@ -596,10 +698,9 @@ def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:
     return _error_chunk(provider, message, retryable=False, code="malformed_response", data=text[:2000])
 
 
-async def _read_capped(response: aiohttp.ClientResponse, cap: int, watch: IdleWatch) -> str:
+async def _read_capped(read: Read, cap: int, watch: IdleWatch) -> str:
     chunks: list[bytes] = []
     total = 0
-    read = response.content.readany
     while piece := await read():
         watch.touch()
         total += len(piece)

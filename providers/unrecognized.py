@@ -9,7 +9,9 @@ ends it with a typed, non-retryable ``api_error`` (code ``unrecognized_response`
 which shape was expected and, when the events name one, which shape arrived.
 
 Any recognised chunk (text, reasoning, a call, usage, a finish, an error) disarms it for the
-rest of the stream, so a legitimately empty reply (a finish with no text) is untouched.
+rest of the stream, so a legitimately empty reply (a finish with no text) is untouched. One
+error does not: the transport's ``truncated_stream`` after events of which none was recognised
+(a body in another shape lacks this shape's end marker too) is reported as unrecognised.
 
 The same wrapper notes the provider's identity of the response (``chatcmpl-...``,
 OpenRouter's ``gen-...``, Anthropic's ``msg_...``, Gemini's ``responseId``: bounded to 128
@@ -41,6 +43,7 @@ from rxcord.core.types import (
     RawStreamChunk,
 )
 from rxcord.operators.spill_guard import AFTER_TEXT
+from rxcord.providers.transport import TRUNCATED
 
 _log = logger.bind(stage="03-normalize")
 
@@ -82,6 +85,11 @@ def _shape_hint(data: object) -> str | None:
         if isinstance(value, str) and _IDENTIFIER.fullmatch(value):
             return value
     return None
+
+
+def _cut(raw: RawStreamChunk) -> bool:
+    """Whether *raw* is the transport's report of a stream that ended before its end marker."""
+    return raw.error is not None and raw.error.code == TRUNCATED
 
 
 def unrecognized_error(provider: str, expected: str, events: int, hint: str | None) -> ProviderError:
@@ -126,6 +134,15 @@ class RecognitionCheck:
 
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
         """Normalize *raw*; remember whether anything was recognised, and the response's id."""
+        if not self._recognised and self._events and _cut(raw):
+            # Events came, none recognised, then no end marker: a body in another shape ends
+            # without this one's marker, and the shape is the better diagnosis of the two.
+            self._recognised = True
+            return [
+                ProcessedChunk.fail(
+                    unrecognized_error(self.provider, self.expected, self._events, self._hint)
+                )
+            ]
         out = self.inner.feed(raw)
         if self._steady:
             # The common chunk of a long answer: one text chunk without reasoning.

@@ -1,4 +1,4 @@
-"""A scripted Chat Completions server on 127.0.0.1: full, dropped or stalled streams, per attempt."""
+"""A scripted Chat Completions server on 127.0.0.1: full, dropped, cut or stalled streams, per attempt."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from typing import Literal
 import attrs
 from aiohttp import web
 
-PlanKind = Literal["full", "drop", "stall"]
+PlanKind = Literal["full", "drop", "cut", "stall"]
 
 
 @attrs.frozen
 class Plan:
-    """One attempt: stream everything, or drop / stall after ``after`` content events."""
+    """One attempt: stream everything, or drop / cut / stall after ``after`` content events.
+
+    ``drop`` closes the connection mid-body; ``cut`` ends the body cleanly at an event boundary,
+    with no finish reason and no ``[DONE]`` (a clean close that is not a clean end).
+    """
 
     kind: PlanKind = "full"
     after: int = 0
@@ -71,6 +75,8 @@ class FakeProvider:
             if plan.kind != "full" and index == plan.after:
                 if plan.kind == "stall":
                     await self._release.wait()
+                elif plan.kind == "cut":
+                    await response.write_eof()
                 elif request.transport is not None:
                     request.transport.close()
                 return response

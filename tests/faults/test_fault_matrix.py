@@ -285,6 +285,12 @@ SCENARIOS: tuple[Callable[[], Scenario], ...] = (
     lambda: Scenario("provider dropped before commitment", "exactly once", plans=(Plan("drop", 0),)),
     lambda: Scenario("provider stalled after commitment", "exactly once", plans=(Plan("stall", 30),)),
     lambda: Scenario("provider dropped after commitment", "exactly once", plans=(Plan("drop", 30),)),
+    lambda: Scenario(
+        "provider cut at an event boundary before commitment", "exactly once", plans=(Plan("cut", 0),)
+    ),
+    lambda: Scenario(
+        "provider cut at an event boundary after commitment", "exactly once", plans=(Plan("cut", 30),)
+    ),
     lambda: Scenario("live: no fault", "exactly once", delivery=DeliveryMode.LIVE),
     lambda: Scenario(
         "live: 429 storm and 5xx mid-stream",
@@ -296,6 +302,12 @@ SCENARIOS: tuple[Callable[[], Scenario], ...] = (
         "live: provider stalled after commitment",
         "exactly once",
         plans=(Plan("stall", 120),),
+        delivery=DeliveryMode.LIVE,
+    ),
+    lambda: Scenario(
+        "live: provider cut at an event boundary after commitment",
+        "exactly once",
+        plans=(Plan("cut", 120),),
         delivery=DeliveryMode.LIVE,
     ),
     lambda: Scenario(
@@ -463,6 +475,11 @@ async def test_fault_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     assert by_name["no fault"].expected >= 5
     assert by_name["401 mid-stream"].lost > 0 and by_name["webhook: reset before stored"].lost > 0
     assert by_name["webhook: 500 after stored"].lost == 0
+    # A clean close before the end marker is a cut, not an answer: retried before commitment,
+    # an error after it (it ended "completed" with the partial text before).
+    assert by_name["provider cut at an event boundary before commitment"].status == "completed"
+    assert by_name["provider cut at an event boundary after commitment"].status == "error"
+    assert by_name["live: provider cut at an event boundary after commitment"].status == "error"
     # Edit mode found its messages: by the nonce (no listing), or by reading the channel back.
     assert by_name["edit: non-JSON 2xx"].reads == 0
     assert by_name["edit webhook: 500 after stored"].reads > 0
