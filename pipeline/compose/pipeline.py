@@ -70,6 +70,7 @@ from rxcord.operators.redact_secrets import redact_secrets
 from rxcord.operators.speaker_guard import speaker_guard
 from rxcord.operators.spill_guard import spill_guard
 from rxcord.operators.stop_gate import stop_gate
+from rxcord.operators.stream_deadline import with_deadline
 from rxcord.operators.think_strip import think_strip
 from rxcord.operators.timeline import CLEAN, FLUSH, Timeline
 from rxcord.operators.typing_heartbeat import typing_heartbeat
@@ -169,7 +170,8 @@ ROUTING_STAGES: tuple[Stage, ...] = (
     Stage("prefill", lambda c: prefill(c.config.prefill) if c.config.prefill else None),
     Stage("speaker_guard", _speaker),
     Stage("idle_timeout", lambda c: idle_timeout(c.config.idle_timeout)),
-    Stage("stop_gate", lambda c: stop_gate(c.stops)),
+    # The overall deadline is one more stop the gate obeys (rxcord.operators.stream_deadline).
+    Stage("stop_gate", lambda c: stop_gate(with_deadline(c.stops, c.config.max_stream_seconds))),
     Stage("accumulate", lambda _c: accumulate()),
 )
 """Stages 03-04, raw chunks to orchestrator states."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 __all__ = ("Guards", "RenderModifiers", "StreamConfig", "StreamContext", "TableStyle")
 
 import enum
+from typing import Any
 
 import attrs
+from rxcord.core.errors import InputError
 from rxcord.core.types import DeliveryMode
 
 DISCORD_MESSAGE_LIMIT = 2000
@@ -68,6 +70,11 @@ class RenderModifiers:
     """Seed of the random source for rolls and pauses, so output is reproducible."""
 
 
+def _positive_or_none(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not value > 0:  # NaN too
+        raise InputError(f"{attribute.name} must be a number of seconds above 0, or None (no deadline)")
+
+
 @attrs.frozen(kw_only=True)
 class StreamConfig:
     """Behaviour of one stream, from flush timing to caps."""
@@ -80,6 +87,9 @@ class StreamConfig:
     """Live mode: do not flush a boundary segment shorter than this."""
     idle_timeout: float = 60.0
     """No chunk for this many seconds ends the stream with a retryable ``timeout`` error."""
+    max_stream_seconds: float | None = attrs.field(default=600.0, validator=_positive_or_none)
+    """The whole stream's deadline, from its start: past it the stream stops (``stream_deadline``),
+    keeping and delivering the text so far. ``None``: no deadline (only ``idle_timeout`` bounds it)."""
     typing_interval: float = 8.0
     """Refresh Discord's typing indicator this often while nothing has been sent (it lasts 10 s)."""
     message_limit: int = DISCORD_MESSAGE_LIMIT

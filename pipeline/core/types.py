@@ -147,11 +147,13 @@ class StopKind(str, enum.Enum):
     SPEAKER_GUARD = "speaker_guard"
     CHANNEL_DELETED = "channel_deleted"
     MISSING_ACCESS = "missing_access"
+    STREAM_DEADLINE = "stream_deadline"
+    """The stream ran past ``StreamConfig.max_stream_seconds``: stopped like a user stop (text kept)."""
 
     @property
     def is_internal(self) -> bool:
         """Internal stops skip buffer flushes (they would only be rejected again)."""
-        return self not in (StopKind.USER, StopKind.INTERRUPT, StopKind.KILL)
+        return self not in (StopKind.USER, StopKind.INTERRUPT, StopKind.KILL, StopKind.STREAM_DEADLINE)
 
 
 class StreamStatus(str, enum.Enum):
@@ -170,6 +172,8 @@ class StreamStatus(str, enum.Enum):
     SPEAKER_GUARD = "speaker_guard"
     CHANNEL_DELETED = "channel_deleted"
     MISSING_ACCESS = "missing_access"
+    STREAM_DEADLINE = "stream_deadline"
+    """Stopped at the overall deadline (``max_stream_seconds``); the text so far was delivered."""
 
     @classmethod
     def for_stop(cls, kind: StopKind) -> StreamStatus:
@@ -186,6 +190,7 @@ _STOP_STATUS: Mapping[StopKind, StreamStatus] = {
     StopKind.SPEAKER_GUARD: StreamStatus.SPEAKER_GUARD,
     StopKind.CHANNEL_DELETED: StreamStatus.CHANNEL_DELETED,
     StopKind.MISSING_ACCESS: StreamStatus.MISSING_ACCESS,
+    StopKind.STREAM_DEADLINE: StreamStatus.STREAM_DEADLINE,
 }
 
 
