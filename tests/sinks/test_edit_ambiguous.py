@@ -156,8 +156,8 @@ def test_remainder_continues_the_split_where_the_shown_messages_end(parts: list[
     assert joined == whole
 
 
-def test_remainder_is_linear_in_the_text() -> None:
-    """A long text with many shown pieces: the work is one pass (the result is exact)."""
+def test_remainder_of_a_long_text_with_every_piece_shown() -> None:
+    """A long text cut into many pieces: all shown leaves nothing, one shown leaves the rest."""
     text = "word " * 200_000
     pieces = split_message(text)
     assert remainder(text, pieces) == ""
