@@ -104,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "StreamResult": "rxcord.core.state",
     "StreamState": "rxcord.core.state",
     "StreamStatus": "rxcord.core.types",
+    "TableStyle": "rxcord.core.config",
     "TerminalSink": "rxcord.sinks.terminal",
     "TextPart": "rxcord.core.request",
     "ThoughtLogEntry": "rxcord.core.types",
@@ -224,6 +225,7 @@ __all__ = (
     "StreamResult",
     "StreamState",
     "StreamStatus",
+    "TableStyle",
     "TerminalSink",
     "TextPart",
     "ThoughtLogEntry",
@@ -266,7 +268,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.compose.pipeline import Pipeline, Stage, StageContext, stage03
     from rxcord.compose.run import StreamJob, build_stream, run_stream, stream_to_discord
     from rxcord.compose.turn import Candidate, KeyCooldown, ToolHandler, TurnResult, fallback_order, run_turn
-    from rxcord.core.config import Guards, RenderModifiers, StreamConfig, StreamContext
+    from rxcord.core.config import Guards, RenderModifiers, StreamConfig, StreamContext, TableStyle
     from rxcord.core.errors import (
         DiscordError,
         DiscordStopError,

@@ -99,6 +99,7 @@ PUBLIC = [
     "StreamResult",
     "StreamState",
     "StreamStatus",
+    "TableStyle",
     "TerminalSink",
     "TextPart",
     "ThoughtLogEntry",
