@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--tools", default="", help="comma-separated tool names the request exposed")
     replay.add_argument("--delivery", choices=[m.value for m in DeliveryMode], default="aggregated")
     replay.add_argument("--sink", choices=["emulator", "memory"], default="emulator")
+    replay.add_argument(
+        "--tables",
+        choices=["picture", "monospace"],
+        default="picture",
+        help="wide tables as pictures (default)",
+    )
     cut = replay.add_mutually_exclusive_group()
     cut.add_argument("--chunk-bytes", type=_positive_int, metavar="N", help="serve the body in N-byte pieces")
     cut.add_argument(

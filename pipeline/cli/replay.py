@@ -22,7 +22,7 @@ from rxcord.cli.progress import Progress
 from rxcord.cli.report import report_from_result, to_json_obj
 from rxcord.compose.pipeline import Pipeline, Stage, StageContext
 from rxcord.compose.run import StreamJob, run_stream
-from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.config import StreamConfig, StreamContext, TableStyle
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, Message, ToolSpec
 from rxcord.core.state import StreamResult, StreamState
@@ -52,6 +52,7 @@ class ReplayOptions:
     content_type: str | None = None
     tools: tuple[str, ...] = ()
     delivery: DeliveryMode = DeliveryMode.AGGREGATED
+    tables: TableStyle = TableStyle.PICTURE
     sink: str = "emulator"
     chunking: Chunking = Chunking()
     stop: tuple[StopKind, int] | None = None
@@ -111,6 +112,7 @@ async def replay_command(
         content_type=args.content_type,
         tools=tuple(name.strip() for name in args.tools.split(",") if name.strip()),
         delivery=DeliveryMode(args.delivery),
+        tables=TableStyle(getattr(args, "tables", TableStyle.PICTURE.value)),
         sink=args.sink,
         chunking=Chunking(size=args.chunk_bytes, seed=args.random_chunks),
         stop=args.stop,
@@ -171,7 +173,7 @@ async def run_replay(options: ReplayOptions) -> ReplayOutcome:
         chunking=options.chunking,
         pace=options.pace_ms / 1000.0,
     )
-    config = options.config or StreamConfig(delivery=options.delivery)
+    config = options.config or StreamConfig(delivery=options.delivery, tables=options.tables)
     # The replay server is on 127.0.0.1 by design: the SSRF guard's opt-out is needed for it.
     transport = TransportConfig(allow_private_network=True, transient_retries=0)
     sink_cm = _sink(options.sink, options.emulator, options.timeline, options.running_emulator)

@@ -215,3 +215,18 @@ def test_many_tables_through_the_flusher_are_linear() -> None:
 
     for mode in (DeliveryMode.AGGREGATED, DeliveryMode.LIVE):
         assert_linear(run(StreamConfig(delivery=mode)), 10, scale=8)
+
+
+def test_replay_tables_monospace_keeps_the_code_block(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``rxcord replay --tables monospace``: one message, the table as its code block, no attachment."""
+    capture = tmp_path / "table.sse"
+    capture.write_bytes(_answer(TEXT))
+    code = main(["replay", str(capture), "--provider", "openai", "--tables", "monospace", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [m["content"] for m in report["messages"]] == [
+        "Here is the table:\n\n" + (render_table(WIDE) or "?") + "\nAnd after it."
+    ]
+    assert all(not m.get("attachments") for m in report["messages"])
