@@ -230,3 +230,13 @@ def test_replay_tables_monospace_keeps_the_code_block(
         "Here is the table:\n\n" + (render_table(WIDE) or "?") + "\nAnd after it."
     ]
     assert all(not m.get("attachments") for m in report["messages"])
+
+
+def test_discordpy_sends_the_picture_as_a_described_file() -> None:
+    """``DiscordPySink``: the uploads become ``discord.File``s named and described as planned."""
+    from rxcord.sinks.discordpy import send_kwargs
+
+    [body] = table_messages(WIDE, 2000)
+    [file] = send_kwargs(StreamContext(), {**body, "allowed_mentions": {"parse": []}})["files"]
+    assert file.filename == "table.png" and file.description == WIDE.strip("\n")
+    assert Image.open(file.fp).format == "PNG"
