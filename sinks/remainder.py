@@ -23,16 +23,19 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from rxcord.operators.cut_policy import QUOTE, opening
+
 _FENCE_LINE: Final = re.compile(r"[ ]{0,3}(`{3,}|~{3,})([^\n]*)")
 _CLOSER: Final = re.compile(r"\s*(`{3,}|~{3,})\s*")
-_QUOTE: Final = ">>> "
+_QUOTE_LINE: Final = re.compile(r"[ ]{0,3}>>>(?: |$)")
 
 
 def remainder(text: str, shown: Sequence[str]) -> str:
     """The part of *text* after what the messages *shown* show (their order is the text's).
 
-    An open code block at the cut point is reopened (its opening line starts the rest), as
-    the splitter would start the next message.
+    An open code block at the cut point is reopened (its opening line starts the rest), and
+    after a ``>>> `` line the rest starts with ``>>> `` again, as the splitter would start the
+    next message (``rxcord.operators.cut_policy.opening``).
     """
     position = 0
     for piece in shown:
@@ -40,10 +43,11 @@ def remainder(text: str, shown: Sequence[str]) -> str:
         if not matched:
             break
     rest = text[position:].lstrip()
-    opener = _open_fence(text, position)
-    if opener is not None and rest and not _CLOSER.fullmatch(rest):
-        return f"{opener}\n{rest}"
-    return rest
+    if not rest:
+        return ""
+    opener, quoted = _state_at(text, position)
+    reopen = f"{opener}\n" if opener is not None and not _CLOSER.fullmatch(rest) else ""
+    return opening(quoted, rest[:3], reopen) + rest
 
 
 def _match_piece(text: str, start: int, piece: str) -> tuple[int, bool]:
@@ -68,8 +72,8 @@ def _match_piece(text: str, start: int, piece: str) -> tuple[int, bool]:
 
 def _skip_repairs(text: str, i: int, piece: str, j: int) -> int:
     """Skip a ``>>> `` and a reopened fence line the splitter put at the start of *piece*."""
-    if piece.startswith(_QUOTE, j) and not text.startswith(_QUOTE.strip(), i):
-        j = _skip_space(piece, j + len(_QUOTE))
+    if piece.startswith(QUOTE, j) and not text.startswith(QUOTE.strip(), i):
+        j = _skip_space(piece, j + len(QUOTE))
     line = _FENCE_LINE.match(piece, j)
     if line is not None:
         end = line.end()
@@ -85,9 +89,14 @@ def _skip_space(text: str, i: int) -> int:
     return i
 
 
-def _open_fence(text: str, end: int) -> str | None:
-    """The opening line of the fenced block open at *end* in *text*, or ``None``."""
+def _state_at(text: str, end: int) -> tuple[str | None, bool]:
+    """The state of *text* at *end*: the open fenced block's opening line, and a quote.
+
+    The opening line is ``None`` outside a block; the flag says whether a ``>>> `` line (a
+    quote to the end of the message) came before.
+    """
     opener: str | None = None
+    quoted = False
     marker = ""
     start = 0
     while start < end:
@@ -103,5 +112,7 @@ def _open_fence(text: str, end: int) -> str | None:
                     opener, marker = text[start:line_end].strip(), run
             elif run[0] == marker[0] and len(run) >= len(marker) and not info.strip():
                 opener = None
+        elif opener is None and _QUOTE_LINE.match(text, start, line_end) is not None:
+            quoted = True
         start = line_end + 1
-    return opener
+    return opener, quoted

@@ -14,7 +14,7 @@ from typing import Literal
 import attrs
 import pytest
 import reactivex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
 from rxcord import ChatRequest, Message, OpenRouterAdapter, ReplayServer, TransportConfig, stream_to_discord
@@ -133,12 +133,6 @@ async def test_unreadable_webhook_keeps_the_message_and_posts_the_rest(
     assert final.messages[0].message_id is None
 
 
-def _pieces_words(text: str, k: int) -> tuple[list[str], list[str]]:
-    pieces = split_message(text)
-    shown = pieces[:k]
-    return _words(pieces), _words([*shown, *split_message(remainder(text, shown))])
-
-
 _PARTS = st.sampled_from(
     [
         *("Hello", "world.", "\n\n", "\n", " ", "```py\n", "```\n", "x = 1\n", "`code`", "> quote\n"),
@@ -149,11 +143,15 @@ _PARTS = st.sampled_from(
 
 @settings(max_examples=150, deadline=None)
 @given(parts=st.lists(_PARTS, min_size=1, max_size=60), k=st.integers(0, 8))
+@example(parts=["Hello", "\n", ">>> all quoted\n", *[" ", "a" * 300] * 10], k=1)  # the quote goes on
+@example(parts=["```py\n", "line of code\n" * 40, "line of code\n" * 200], k=1)  # the block goes on
 def test_remainder_continues_the_split_where_the_shown_messages_end(parts: list[str], k: int) -> None:
-    """Messages shown plus the split of the remainder hold the text's words once, in order."""
+    """Messages shown plus the split of the remainder are the split of the text, exactly:
+    fences closed and reopened, ``>>> `` repeated, no character lost or shown twice."""
     text = "".join(parts)
-    whole, joined = _pieces_words(text, k)
-    assert joined == whole
+    pieces = split_message(text)
+    shown = pieces[:k]
+    assert [*shown, *split_message(remainder(text, shown))] == pieces
 
 
 def test_remainder_of_a_long_text_with_every_piece_shown() -> None:
