@@ -5,7 +5,8 @@ into noise on a phone. A ``TABLE`` segment (``StreamConfig.tables``) is drawn he
 Pillow as a PNG and sent as an attachment whose ``description`` (alt text) is the table's
 markdown; when the markdown is longer than a description holds (1024 characters) it is
 also attached as ``table.md``. A table past the picture bounds
-(``rxcord.operators.md_tables.MAX_ROWS`` / ``MAX_COLUMNS`` / ``MAX_CELL_CHARS``) is sent
+(``rxcord.operators.md_tables.MAX_ROWS`` / ``MAX_COLUMNS`` / ``MAX_CELL_CHARS``, and
+``MAX_WIDTH`` pixels) is sent
 as its monospace block instead, with ``table.md`` beside it.
 
 The picture is an opaque card with its own background (a dark slate, light text), so it
@@ -21,6 +22,7 @@ __all__ = (
     "DESCRIPTION_MAX",
     "FONT_SIZE",
     "MARGIN",
+    "MAX_WIDTH",
     "PAD_X",
     "ROW_HEIGHT",
     "draw_table",
@@ -31,6 +33,7 @@ import functools
 import io
 from typing import Any, Final
 
+import attrs
 from PIL import Image, ImageDraw, ImageFont
 from rxcord.operators.md_tables import Table, parse_table, render_table
 from rxcord.sinks.split_message import split_message
@@ -45,6 +48,8 @@ PAD_X: Final = 12
 """Space left and right of a cell's text."""
 ROW_HEIGHT: Final = 30
 """One row, in pixels (the text's line plus space above and below)."""
+MAX_WIDTH: Final = 3000
+"""The widest picture drawn, in pixels; a wider table goes as its monospace block and ``table.md``."""
 
 _BACKGROUND: Final = (43, 45, 49)
 _HEADER: Final = (56, 59, 66)
@@ -59,8 +64,15 @@ def _font() -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=FONT_SIZE)
 
 
-def draw_table(table: Table) -> bytes:
-    """*table* as a PNG: a header row, striped body rows, columns aligned as the delimiter row says."""
+@attrs.frozen
+class _Layout:
+    lengths: list[list[float]]
+    """Each cell's text width, in pixels (measured once)."""
+    columns: list[int]
+    size: tuple[int, int]
+
+
+def _layout(table: Table) -> _Layout:
     font = _font()
     widths = [0] * len(table.aligns)
     lengths = [[font.getlength(cell) for cell in row] for row in table.rows]
@@ -68,7 +80,20 @@ def draw_table(table: Table) -> bytes:
         for c, length in enumerate(measured):
             widths[c] = max(widths[c], int(length + 0.999))
     columns = [width + 2 * PAD_X for width in widths]
-    size = (sum(columns) + 2 * MARGIN, len(table.rows) * ROW_HEIGHT + 2 * MARGIN)
+    return _Layout(lengths, columns, (sum(columns) + 2 * MARGIN, len(table.rows) * ROW_HEIGHT + 2 * MARGIN))
+
+
+def draw_table(table: Table) -> bytes | None:
+    """*table* as a PNG: a header row, striped body rows, columns aligned as the delimiter row says.
+
+    ``None`` when the picture would be wider than ``MAX_WIDTH`` pixels (shown scaled down to a
+    chat column, its text would be unreadable).
+    """
+    layout = _layout(table)
+    lengths, columns, size = layout.lengths, layout.columns, layout.size
+    if size[0] > MAX_WIDTH:
+        return None
+    font = _font()
     image = Image.new("RGB", size, _RULE)
     draw = ImageDraw.Draw(image)
     for r, row in enumerate(table.rows):
@@ -109,12 +134,13 @@ def table_messages(markdown: str, limit: int) -> list[dict[str, Any]]:
     if table is None:
         return [{"content": piece} for piece in split_message(markdown, limit)]
     md_file = Upload("table.md", source.encode(), "text/markdown; charset=utf-8")
-    if not table.drawable:
+    drawn = draw_table(table) if table.drawable else None
+    if drawn is None:
         block = render_table(source) or source
         bodies: list[dict[str, Any]] = [{"content": piece} for piece in split_message(block, limit)]
         bodies[-1].update(_attach((md_file, "The table as markdown")))
         return bodies
-    picture = Upload("table.png", draw_table(table), "image/png")
+    picture = Upload("table.png", drawn, "image/png")
     if len(source) <= DESCRIPTION_MAX:
         return [_attach((picture, source))]
     alt = source[: DESCRIPTION_MAX - 1] + "\u2026"

@@ -51,7 +51,9 @@ def _rows(n: int, columns: int = 3) -> str:
 def _png(markdown: str) -> Image.Image:
     table = parse_table(markdown)
     assert table is not None
-    return Image.open(io.BytesIO(draw_table(table)))
+    data = draw_table(table)
+    assert data is not None
+    return Image.open(io.BytesIO(data))
 
 
 def test_the_png_decodes_with_a_height_per_row_and_a_width_per_column() -> None:
@@ -92,10 +94,14 @@ def test_markdown_longer_than_a_description_also_goes_as_a_file() -> None:
 
 
 def test_past_the_bounds_the_table_is_monospace_with_its_markdown_file() -> None:
-    """Too many rows, or a too long cell: not drawn; the code block in messages, table.md on the last."""
+    """Too many rows, a too long cell, or wider than MAX_WIDTH pixels: not drawn; the code block
+    in messages, table.md on the last."""
+    wide = "|" + "|".join(["W" * MAX_CELL_CHARS] * 4) + "|\n|" + "---|" * 4 + "\n| a | b | c | d |\n"
+    assert (parse_table(wide) or pytest.fail()).drawable  # within the cell bounds, too wide in pixels
     for markdown in (
         _rows(MAX_ROWS + 5),
         "| a | b |\n|---|---|\n| " + "x" * (MAX_CELL_CHARS + 1) + " | y |\n",
+        wide,
     ):
         bodies = table_messages(markdown, 2000)
         assert all(FILES not in body for body in bodies[:-1])
