@@ -19,7 +19,10 @@ from loguru import logger
 
 logger.disable(__name__)
 
-__version__ = "0.1.0"
+# pyproject.toml is the one place the version is written: ``rxcord.__version__`` is read from the
+# installed metadata (rxcord.core.version) on first use, like every other name here.
+if TYPE_CHECKING:
+    from rxcord.core.version import __version__ as __version__
 
 _EXPORTS: dict[str, str] = {
     "AnthropicAdapter": "rxcord.providers.anthropic",
@@ -358,7 +361,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = "rxcord.core.version" if name == "__version__" else _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

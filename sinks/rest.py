@@ -82,13 +82,14 @@ from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
+from rxcord.core.version import __version__
 from rxcord.sinks.persona import webhook_username
 from rxcord.sinks.ratelimit import RateLimiter, Route, webhook_major
 from rxcord.sinks.uploads import split_uploads
 
 _log = logger.bind(stage="07-rest")
 
-USER_AGENT: Final = "DiscordBot (https://github.com/rxcord/rxcord, 0.1.0)"
+USER_AGENT: Final = f"DiscordBot (https://github.com/rxcord/rxcord, {__version__})"
 """Discord asks for ``DiscordBot ($url, $version)``."""
 
 _CREATE_TEMPLATE: Final = "/channels/{channel_id}/messages"
@@ -343,8 +344,7 @@ class RestSink:
         Resend ``allowed_mentions`` with every edit: Discord parses an edit without it with the
         defaults (pings), not with the original message's settings.
 
-        Raises:
-            The same errors as ``create_message``.
+        It raises the same errors as ``create_message``.
         """
         body = {
             k: v
@@ -364,8 +364,7 @@ class RestSink:
     async def delete_message(self, context: StreamContext, message_id: str) -> None:
         """Delete a message (``DELETE``); one that is already gone (404 / 10008) counts as deleted.
 
-        Raises:
-            The same errors as ``create_message``.
+        It raises the same errors as ``create_message``.
         """
         webhook = _webhook(context)
         if webhook is not None:

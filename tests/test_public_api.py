@@ -222,10 +222,11 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path, tmp_path: Path) -
         capture_output=True,
     )
     top = {entry.name for entry in target.iterdir() if entry.name != "bin"}
-    assert top == {"rxcord", "rxcord-0.1.0.dist-info"}
+    dist_info = f"rxcord-{rxcord.__version__}.dist-info"
+    assert top == {"rxcord", dist_info}
     with zipfile.ZipFile(wheel) as archive:
         names = {name.split("/", 1)[0] for name in archive.namelist()}
-        assert names == {"rxcord", "rxcord-0.1.0.dist-info"}
+        assert names == {"rxcord", dist_info}
         members = set(archive.namelist())
     for required in ("rxcord/py.typed", "rxcord/core/types.py", "rxcord/operators/flush.py", "rxcord/data/"):
         assert any(m.startswith(required) for m in members), required

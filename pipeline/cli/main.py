@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from rxcord.core.errors import InputError, MissingCredentialError
 from rxcord.core.types import DeliveryMode, StopKind
+from rxcord.core.version import __version__
 from rxcord.providers.registry import PROVIDERS
 
 
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to render ``--help`` in the docs)."""
     parser = _Parser(prog="rxcord", description="Stream LLM responses into Discord as one reactive dataflow.")
     parser.add_argument("-v", "--verbose", action="store_true", help="structured logs on stderr")
+    parser.add_argument("--version", action="version", version=f"rxcord {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     replay = commands.add_parser(
