@@ -38,7 +38,7 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
 from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.errors import DiscordStopError, InputError
+from rxcord.core.errors import DiscordError, DiscordStopError, InputError
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamState, TypingPulse
 from rxcord.core.types import (
     Operator,
@@ -64,6 +64,9 @@ _DISCARDED: Final = frozenset(
     | {StreamStatus.for_stop(kind) for kind in StopKind if kind.is_internal}
 ) - {StreamStatus.SPEAKER_GUARD}
 """Endings whose text is discarded (stage 05 releases nothing): the previews stay as shown."""
+
+_UNKNOWN_MESSAGE: Final = 10008
+"""Discord's code for a message that is not there (deleted): an edit of it falls back to a create."""
 
 _GROWTH_CAP: Final = 400
 """A preview is sent once the text grew by a sixteenth, or by this many characters."""
@@ -308,9 +311,7 @@ class EditInPlaceDelivery:
         for index, payload in enumerate(payloads):
             if self.stopped is not None:
                 break
-            if base + index < len(self.shown):
-                await self._edit(base + index, payload)
-            else:
+            if base + index >= len(self.shown) or not await self._edit(base + index, payload):
                 await self._create(payload)
         if self.stopped is not None:
             return self._report()
@@ -359,6 +360,8 @@ class EditInPlaceDelivery:
         return Delivery(typing=1)
 
     async def _create(self, payload: Mapping[str, Any]) -> SentMessage | None:
+        if self.stopped is not None:
+            return None
         if len(self.shown) >= self.config.max_messages:
             self._stop(StopKind.SEND_MESSAGE_LIMIT)
             return None
@@ -407,24 +410,41 @@ class EditInPlaceDelivery:
     def _known(self) -> set[str]:
         return {m.message_id for m in self.shown if m.message_id is not None}
 
-    async def _edit(self, index: int, payload: Mapping[str, Any]) -> SentMessage | None:
+    async def _edit(self, index: int, payload: Mapping[str, Any]) -> bool:
+        """Make message *index* show *payload*; ``False`` when it is gone and must be created anew."""
         current = self.shown[index]
         if _same(current.payload, payload):
-            return current
+            return True
         if current.message_id is None:
             # Not reached: a message without an id is committed and never planned over.
             self.frozen = max(self.frozen, index + 1)
-            return current
+            return True
         body = {key: payload[key] for key in ("content", "embeds", "allowed_mentions") if key in payload}
         try:
             await self.sink.edit_message(self.context, current.message_id, body)
         except DiscordStopError as exc:
             self._stop(exc.stop_kind)
-            return None
+            return True
+        except DiscordError as exc:
+            if (exc.status, exc.code) != (404, _UNKNOWN_MESSAGE):
+                raise
+            await self._gone(index)
+            return False
         self.edits += 1
-        edited = attrs.evolve(current, payload={**current.payload, **body})
-        self.shown[index] = edited
-        return edited
+        self.shown[index] = attrs.evolve(current, payload={**current.payload, **body})
+        return True
+
+    async def _gone(self, index: int) -> None:
+        """Message *index* was deleted by someone else (404 / 10008 on its edit).
+
+        What it showed is sent again as a new message, which Discord puts at the end of the
+        channel: the stream's messages after it are deleted first, so that the text keeps its
+        order (they are created again from the same plan). Nothing is lost or shown twice.
+        """
+        _log.warning("message {n} was deleted meanwhile; sent again after its predecessors", n=index + 1)
+        while len(self.shown) > index + 1 and self.stopped is None:
+            await self._delete(self.shown[-1])
+        self.shown.pop(index)
 
     async def _delete(self, message: SentMessage) -> None:
         self.shown.pop()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
-from typing import Literal
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -20,7 +20,7 @@ from reactivex import operators as ops
 from rxcord import ChatRequest, Message, OpenRouterAdapter, ReplayServer, TransportConfig, stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
-from rxcord.core.state import Delivery, StreamResult, StreamState
+from rxcord.core.state import Delivery, SentMessage, StreamResult, StreamState
 from rxcord.core.types import DeliveryMode, StreamStatus
 from rxcord.io.replay import Chunking
 from rxcord.operators.aio import drain
@@ -215,6 +215,38 @@ async def test_a_failed_lookup_keeps_the_message() -> None:
     await _edit(sink, deltas, HOOK)
     assert sink.reads == 1
     assert _words(sink.contents()) == _words(await _aggregated(deltas, HOOK))
+
+
+class Moderated(MemorySink):
+    """A MemorySink in which someone deletes the target of the Nth edit just before it arrives."""
+
+    def __init__(self, delete_on: int) -> None:
+        super().__init__()
+        self.delete_on = delete_on
+        self.seen = 0
+        self.removed: list[str] = []
+
+    async def edit_message(
+        self, context: StreamContext, message_id: str, payload: Mapping[str, Any]
+    ) -> SentMessage:
+        self.seen += 1
+        if self.seen == self.delete_on:
+            index = next(i for i, m in enumerate(self.results) if m.message_id == message_id)
+            del self.results[index], self.sent[index]
+            self.removed.append(message_id)
+        return await super().edit_message(context, message_id, payload)
+
+
+@pytest.mark.parametrize("delete_on", [1, 4, 9])
+async def test_a_message_deleted_meanwhile_is_sent_again_in_order(delete_on: int) -> None:
+    """An edit answered 404 / 10008: the text is sent again, after its predecessors, in order."""
+    deltas = _paragraphs(12)
+    sink = Moderated(delete_on)
+    deliveries = await _edit(sink, deltas)
+    assert sink.removed  # the deletion did happen
+    assert sink.contents() == await _aggregated(deltas)
+    final = [d for d in deliveries if d.messages][-1]
+    assert [m.message_id for m in final.messages] == [m.message_id for m in sink.results]
 
 
 async def test_an_interrupt_reports_the_previews_as_shown() -> None:
