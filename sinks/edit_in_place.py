@@ -21,7 +21,15 @@ What llmcord users know, built so that it can never show something the other mod
   The preview text is joined only when an edit is actually sent.
 
 A graceful stop flushes (the final edit is the text so far); a follow-up interrupt or a kill
-leaves the last preview as it was shown and sends nothing more.
+leaves the last preview as it was shown and sends nothing more. Whatever ends the stream, the
+result lists the messages as the channel shows them (a kill: none).
+
+Discord's ambiguous answers: a create answered without a message id is looked for
+(``rxcord.sinks.lookup``: the bot's nonce again, or the channel read back), sent again when the
+channel shows it is not there, and otherwise kept as shown, never edited: it and the messages
+before it are committed (``frozen``), and the rest of the text is planned after them
+(``rxcord.sinks.remainder``). A message deleted meanwhile (an edit answered 404 / 10008) is
+sent again after its predecessors.
 """
 
 from __future__ import annotations
