@@ -84,6 +84,7 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
 from rxcord.core.config import StreamConfig, TableStyle
+from rxcord.core.locale import current_text
 from rxcord.core.state import Segment, StreamState
 from rxcord.core.text_buffer import TextBuffer
 from rxcord.core.types import (
@@ -651,7 +652,10 @@ def error_embed(
     content) and a footer with the HTTP status and provider code when known.
     """
     embed: dict[str, Any] = {
-        "title": _ERROR_TITLES.get(error.type, "Error"),
+        # In the stream's locale (rxcord.core.locale): error.title.<type>, English built in.
+        "title": current_text().text(
+            f"error.title.{error.type.value}", _ERROR_TITLES.get(error.type, "Error")
+        ),
         "color": _ERROR_COLOURS.get(error.type, 0xED4245),
     }
     description = (describe(error) if describe is not None else error.message).strip()

@@ -71,6 +71,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
+from rxcord.core.locale import current_text
 from rxcord.core.types import ErrorType, ProviderError
 
 _MAX_MESSAGE: Final = 3000
@@ -577,26 +578,34 @@ _DISPLAY: Final[Mapping[str, str]] = {
 }
 
 _HEADLINES: Final[Mapping[ErrorType, str]] = {
-    ErrorType.RATE_LIMIT: "{p} is rate limiting requests or the quota is used up. Wait or use another key.",
-    ErrorType.TIMEOUT: "{p} did not answer in time.",
-    ErrorType.PROVIDER_OVERLOADED: "{p} is overloaded right now. Try again in a moment.",
-    ErrorType.MODEL_ERROR: "{p} cannot serve the selected model. Choose a model this provider offers.",
-    ErrorType.CONTENT_BLOCKED: "{p} blocked the prompt or the reply for safety reasons.",
-    ErrorType.API_ERROR: "{p} returned an error{status}.",
+    ErrorType.RATE_LIMIT: (
+        "{provider} is rate limiting requests or the quota is used up. Wait or use another key."
+    ),
+    ErrorType.TIMEOUT: "{provider} did not answer in time.",
+    ErrorType.PROVIDER_OVERLOADED: "{provider} is overloaded right now. Try again in a moment.",
+    ErrorType.MODEL_ERROR: "{provider} cannot serve the selected model. Choose a model this provider offers.",
+    ErrorType.CONTENT_BLOCKED: "{provider} blocked the prompt or the reply for safety reasons.",
+    ErrorType.API_ERROR: "{provider} returned an error{status}.",
 }
-_WRONG_PATH_HEADLINE: Final = "{p} has no endpoint at the request's URL (HTTP 404). Check base_url."
+"""The built-in (English) headlines; the locale catalog's ``error.headline.<type>`` replaces them."""
+_WRONG_PATH_HEADLINE: Final = "{provider} has no endpoint at the request's URL (HTTP 404). Check base_url."
 
 
 def describe_error(error: ProviderError, *, provider: str) -> str:
     """The error embed's text for *error*: a headline for its type, then the provider's details.
 
     A ``model_error`` keeps the provider's message whole (up to the embed limit),
-    so a list of supported model ids is shown, not hidden behind "Bad Request".
+    so a list of supported model ids is shown, not hidden behind "Bad Request". The headline
+    is in the stream's locale (``rxcord.core.locale.current_text``: ``error.headline.<type>``,
+    ``error.headline.endpoint_not_found``); the provider's details stay as it wrote them.
     """
     display = _DISPLAY.get(provider, provider)
     status = f" (HTTP {error.status})" if error.status is not None and error.status >= 400 else ""
-    template = _WRONG_PATH_HEADLINE if error.code == ENDPOINT_NOT_FOUND else _HEADLINES[error.type]
-    headline = template.format(p=display, status=status)
+    if error.code == ENDPOINT_NOT_FOUND:
+        key, template = "error.headline.endpoint_not_found", _WRONG_PATH_HEADLINE
+    else:
+        key, template = f"error.headline.{error.type.value}", _HEADLINES[error.type]
+    headline = current_text().text(key, template, provider=display, status=status)
     detail = scrub(error.message).strip()
     if not detail or detail == headline:
         return headline

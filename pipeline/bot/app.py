@@ -164,6 +164,12 @@ class Turn:
         return self.task is not None and self.task.done()
 
 
+def _locale_code(locale: object) -> str | None:
+    """A guild's ``preferred_locale`` (or an interaction's ``locale``: a ``discord.Locale``) as its code."""
+    code = getattr(locale, "value", locale)
+    return code if isinstance(code, str) and code else None
+
+
 def line_from_discord(message: discord.Message) -> ChatLine:
     """The ``ChatLine`` of a discord.py message."""
     reference = message.reference
@@ -533,6 +539,7 @@ class RxcordBot:
     def _stream_context(self, message: discord.Message) -> StreamContext:
         channel = message.channel
         guild_id = str(message.guild.id) if message.guild is not None else None
+        locale = _locale_code(getattr(message.guild, "preferred_locale", None))
         channel_id = str(channel.id)
         persona = self.config.persona
         parent = str(channel.parent_id) if isinstance(channel, discord.Thread) and channel.parent_id else None
@@ -550,8 +557,11 @@ class RxcordBot:
                 webhook_token=self.secrets.webhook_token,
                 persona_username=persona.username,
                 persona_avatar_url=persona.avatar_url,
+                locale=locale,
             )
-        return StreamContext(channel_id=channel_id, guild_id=guild_id, reply_to_message_id=str(message.id))
+        return StreamContext(
+            channel_id=channel_id, guild_id=guild_id, reply_to_message_id=str(message.id), locale=locale
+        )
 
     def _system_prompt(self, message: discord.Message, user_names: tuple[str, ...], bot_name: str) -> str:
         now = self._now()

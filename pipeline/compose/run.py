@@ -33,6 +33,7 @@ from rxcord.core.request import ChatRequest
 from rxcord.core.state import StreamResult
 from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import DeliveryMode, ProviderError
+from rxcord.io.locales import locale_scope
 from rxcord.operators.aio import drain
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
@@ -189,7 +190,10 @@ async def run_stream(
     )
     stream_id = secrets.token_hex(4)
     try:
-        with logger.contextualize(stream_id=stream_id, channel_id=job.context.channel_id):
+        with (
+            logger.contextualize(stream_id=stream_id, channel_id=job.context.channel_id),
+            locale_scope(job.context.locale),  # the notices' language (rxcord.io.locales)
+        ):
             logger.bind(stage="04-run").info("stream start: {provider}", provider=job.adapter.name)
             try:
                 hold = begin_hold(job.adapter.name, job.request)

@@ -65,6 +65,7 @@ from rxcord.core.request import ChatRequest, Message, Role, TextPart
 from rxcord.core.state import StreamResult
 from rxcord.core.stops import StopRegistry
 from rxcord.core.types import FunctionCall, ProviderError, StreamStatus, Usage
+from rxcord.io.locales import locale_scope
 from rxcord.operators.mentions import MentionResolver
 from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.hooks import ProviderRequestDeniedError
@@ -221,7 +222,10 @@ async def run_turn(
     last = next((c for c in candidates if c.label == attempts[-1].label), candidates[-1])
     record_turn_usage(_turn_sample(last, results, review_ledger))
     notice = False
-    embed = None if cfg.suppress_user_errors else _turn_notice(result, attempts, last.adapter.describe_error)
+    with locale_scope(ctx.locale):  # the notice in the reader's language (rxcord.io.locales)
+        embed = (
+            None if cfg.suppress_user_errors else _turn_notice(result, attempts, last.adapter.describe_error)
+        )
     if embed is not None:
         redact = Redactor.of(*env.secrets, ctx.webhook_token).text
         notice = bool(

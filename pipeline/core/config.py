@@ -138,6 +138,10 @@ class StreamContext:
     persona_username: str | None = None
     """Webhook username override (validated against Discord's rules)."""
     persona_avatar_url: str | None = None
+    locale: str | None = None
+    """The Discord locale of the reader (``en-US``, ``de``, ``pt-BR``: the guild's
+    ``preferred_locale`` or the interaction's ``locale``); notices are written in it
+    (``rxcord.io.locales``). ``None``: the locale already bound, else English."""
 
     @property
     def uses_webhook(self) -> bool:
