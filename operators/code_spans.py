@@ -20,20 +20,23 @@ cuts by), so stage 03 and stage 05 agree on what is code:
   of the same character at least as long and nothing else; an unclosed block runs to the
   end. A fence line closes an inline span left open (a block starts a new paragraph).
 
-Work is a regular-expression jump to the next backtick, tilde or line break, plus constant
-work there: linear in the text, with no rescan.
+Work is a regular-expression jump to the next backtick run, tilde run or line break, plus
+constant work there: linear in the text, with no rescan. Pieces fed are kept (at most
+``BATCH``) and read together when the state is asked for, so a chunk costs a list append.
 """
 
 from __future__ import annotations
 
-__all__ = ("CodeTracker",)
+__all__ = ("BATCH", "CodeTracker")
 
 import re
 from typing import Final
 
-_MARKS: Final = re.compile(r"[`~\n]")
-"""The only characters that change the code state (whitespace and other text only end a run)."""
+_MARKS: Final = re.compile(r"\n|`+|~+")
+"""What changes the code state: a line break, a backtick or tilde run (other text only ends a run)."""
 _FENCE_MIN: Final = 3
+BATCH: Final = 64
+"""Pieces kept before they are read: bounded memory, and the per-call cost paid once per batch."""
 
 
 class CodeTracker:
@@ -45,6 +48,7 @@ class CodeTracker:
         "_fence_char",
         "_fence_len",
         "_line_start",
+        "_pieces",
         "_run",
         "_run_at_start",
         "_run_char",
@@ -52,6 +56,8 @@ class CodeTracker:
     )
 
     def __init__(self, *, line_start: bool = True) -> None:
+        self._pieces: list[str] = []
+        """Text fed and not read yet (at most ``BATCH`` pieces)."""
         self._span = 0
         """Length of the open inline span's backtick run (0: none)."""
         self._fence_char = ""
@@ -71,40 +77,58 @@ class CodeTracker:
     @property
     def at_line_start(self) -> bool:
         """Whether only whitespace was read since the last line break (or the start)."""
+        self._catch_up()
         return self._line_start and not self._run
 
     def in_code(self) -> bool:
         """Whether a character read next, other than a backtick, tilde or line break, is inside code."""
+        self._catch_up()
         if self._run:
             self._settle()
         return bool(self._span or self._fence_char)
 
-    def feed(self, text: str, start: int = 0, end: int | None = None) -> None:
-        """Read ``text[start:end]``."""
-        stop = len(text) if end is None else end
-        pos = start
-        while pos < stop:
-            match = _MARKS.search(text, pos, stop)
+    def feed(self, text: str) -> None:
+        """Read *text*: kept, and read with the pieces before it when the state is asked for.
+
+        Also once ``BATCH`` pieces are kept: per chunk, the cost is a list append.
+        """
+        pieces = self._pieces
+        pieces.append(text)
+        if len(pieces) >= BATCH:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        pieces = self._pieces
+        if pieces:
+            text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+            self._pieces = []
+            self._read(text)
+
+    def _read(self, text: str) -> None:
+        stop = len(text)
+        search = _MARKS.search
+        pos = 0
+        while True:
+            match = search(text, pos, stop)
             mark = stop if match is None else match.start()
-            if mark > pos:
-                self._plain(text, pos, mark)
+            if mark > pos and (self._run or self._line_start or self._closing):
+                self._plain(text, pos, mark)  # else plain text changes nothing
             if match is None:
                 return
+            pos = match.end()
             char = text[mark]
             if char == "\n":
-                self._newline()
-                pos = mark + 1
+                if self._run or self._span or self._fence_char:
+                    self._newline()
+                else:
+                    self._line_start = True  # in prose a line break only starts a line
                 continue
             if self._run and self._run_char != char:
                 self._settle()
             if not self._run:
                 self._run_char = char
                 self._run_at_start = self._line_start
-            after = mark + 1
-            while after < stop and text[after] == char:
-                after += 1
-            self._run += after - mark
-            pos = after
+            self._run += pos - mark
 
     def _plain(self, text: str, start: int, end: int) -> None:
         """Characters that are not marks: they settle a run; anything but whitespace ends the line start."""

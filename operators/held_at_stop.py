@@ -89,6 +89,8 @@ NOTHING: Final = Held()
 def noting_held(chunk: ProcessedChunk, guard: str, held: Held) -> ProcessedChunk:
     """*chunk* noting what *guard* holds after it (*chunk* itself when nothing is held or noted)."""
     metadata = chunk.metadata
+    if held is NOTHING and not metadata:
+        return chunk  # the common case: nothing held, nothing noted
     answers: Mapping[str, str] | None = metadata.get(HELD)
     reasons: Mapping[str, HeldText | str] | None = metadata.get(HELD_REASONING)
     if not held.answer and not held.reasoning and not answers and not reasons:

@@ -20,7 +20,7 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable
-from rxcord.operators.held_at_stop import Held, noting_held
+from rxcord.operators.held_at_stop import NOTHING, Held, noting_held
 from rxcord.operators.thread_text import thread_text
 
 
@@ -100,7 +100,11 @@ def reasoning_guard(
             state.serving = chunk.serving_provider
         prepare(state.splitter, chunk)
         out = _with_split(chunk, *state.splitter.feed(chunk.content))
-        return [noting_held(out, name, state.splitter.held()) if note_held else out]
+        if not note_held:
+            return [out]
+        held = state.splitter.held()
+        # The common case (nothing held, nothing noted) skips the call.
+        return [out if held is NOTHING and not out.metadata else noting_held(out, name, held)]
 
     def release(state: _Guarded[_S], _before: ProcessedChunk | None) -> list[ProcessedChunk]:
         return _released(*state.splitter.finish(), state.serving)

@@ -42,8 +42,9 @@ the guard is armed and content starts lowercase, that content is held back
 until the first boundary and the character after it have arrived. The hold
 is bounded: a boundary must start within the first ``limit`` characters
 (default 200) of the content, otherwise the text is released untouched; and
-the stream ending (or a non-text chunk) releases it as is. After the
-decision the guard passes everything through.
+the stream ending (or a non-text chunk) releases it as is, and a graceful stop
+delivers it as the answer (it only *might* be reasoning: ``rxcord.operators.held_at_stop``).
+After the decision the guard passes everything through.
 """
 
 from __future__ import annotations

@@ -93,6 +93,12 @@ class _Mode(enum.Enum):
     INSIDE = enum.auto()
 
 
+# Module constants: an enum member read through its class is slow on the per-chunk path.
+_START: Final = _Mode.START
+_VISIBLE: Final = _Mode.VISIBLE
+_INSIDE: Final = _Mode.INSIDE
+
+
 def _tag_at(text: str, at: int) -> str | None:
     """The reasoning tag starting at *at* (``MAX_TAG_LEN`` at most), if any."""
     match = TAG_RE.match(text, at, at + MAX_TAG_LEN)
@@ -148,7 +154,7 @@ class ThinkStripper:
         """Consume one content delta; return the ``(visible, reasoning)`` it releases."""
         if not text:
             return "", ""
-        if "<" not in text and self._mode is _Mode.VISIBLE and not self._carry and not self._seam:
+        if "<" not in text and self._mode is _VISIBLE and not self._carry and not self._seam:
             # Nothing held and no tag can start here: what the loop below would release.
             self._code.feed(text)
             if not self._shown and not text.isspace():
@@ -161,9 +167,9 @@ class ThinkStripper:
         carry, self._carry = self._carry, ""
         visible, reasoning = self._read(carry, final=True) if carry else ("", "")
         out = [visible]
-        if self._mode is _Mode.START:
+        if self._mode is _START:
             self._emit_all(self._start, out)
-        elif self._mode is _Mode.INSIDE and self._holding_block:
+        elif self._mode is _INSIDE and self._holding_block:
             # The unclosed-opener rule: no closer came, so the held text is the answer (after a
             # closer written as code, that closer is the block's end after all).
             block = self._block
@@ -173,7 +179,7 @@ class ThinkStripper:
             self._release_as_answer("".join(block), out)
         self._start, self._start_len = [], 0
         self._block, self._holding_block, self._closer_first = [], False, False
-        self._mode = _Mode.VISIBLE
+        self._mode = _VISIBLE
         out.append(self._seam)
         self._seam = ""
         return "".join(out), reasoning
@@ -181,13 +187,14 @@ class ThinkStripper:
     def held(self) -> Held:
         """What is held now, as a graceful stop delivers it (``rxcord.operators.held_at_stop``)."""
         mode = self._mode
-        if mode is _Mode.START:
+        if mode is _VISIBLE:
+            if not self._seam and not self._carry:
+                return NOTHING  # the common case, after every chunk
+            return Held(answer=self._seam + self._carry)
+        if mode is _START:
             if self.start_window >= WHOLE_REPLY:
                 return Held(reasoning=HeldText(self._start, self._carry))
             return Held(answer="".join(self._start) + self._carry)
-        if mode is _Mode.VISIBLE:
-            held = self._seam + self._carry
-            return Held(answer=held) if held else NOTHING
         reasoning = HeldText(self._block, self._carry) if self._holding_block else self._carry
         return Held(answer=self._seam, reasoning=reasoning)
 
@@ -208,7 +215,7 @@ class ThinkStripper:
                 break
             if not final and size - at < MAX_TAG_LEN and partial_tag_len(buf[at:]) == size - at:
                 self._carry = buf[at:]  # may still grow into a tag: decided by the next delta
-                if self._mode is _Mode.VISIBLE:
+                if self._mode is _VISIBLE:
                     self._junction(visible, cut=False)  # if it does, what comes before may join what follows
                 break
             pos = self._angle(buf, at, visible, reasoning)
@@ -217,9 +224,9 @@ class ThinkStripper:
     def _angle(self, buf: str, at: int, visible: list[str], reasoning: list[str]) -> int:
         """Read the ``<`` at *at* (a tag outside code changes the mode, else text); return where to go on."""
         tag = _tag_at(buf, at)
-        tracker = self._block_code if self._mode is _Mode.INSIDE else self._code
+        tracker = self._block_code if self._mode is _INSIDE else self._code
         if tag is None or tracker.in_code():
-            if tag is not None and self._mode is _Mode.INSIDE and is_closer(tag) and not self._holding_block:
+            if tag is not None and self._mode is _INSIDE and is_closer(tag) and not self._holding_block:
                 # A closer written as code in a starting block: hold after it (see the module docstring).
                 tracker.feed(tag)
                 self._holding_block, self._closer_first = True, True
@@ -227,24 +234,24 @@ class ThinkStripper:
                 return at + len(tag)
             self._take(buf, at, at + 1, visible, reasoning)
             return at + 1
-        if self._mode is _Mode.INSIDE:
+        if self._mode is _INSIDE:
             if is_closer(tag):
                 if self._holding_block:
                     reasoning.extend(self._block)
                     self._block, self._holding_block = [], False
                 self._closer_first = False
-                self._mode = _Mode.VISIBLE
+                self._mode = _VISIBLE
             # else: an opener inside a block is dropped (blocks do not nest).
         elif not is_closer(tag):
-            if self._mode is _Mode.START:
+            if self._mode is _START:
                 self._release_start(visible)
             self._open_block(visible)
-        elif self._mode is _Mode.START and stray_closer_reroutes(self._start_len, self.start_window):
+        elif self._mode is _START and stray_closer_reroutes(self._start_len, self.start_window):
             # The stray-closer rule: the held start was reasoning. Its code is not the answer's.
             reasoning.extend(self._start)
             self._start, self._start_len = [], 0
             self._code = CodeTracker()
-            self._mode = _Mode.VISIBLE
+            self._mode = _VISIBLE
         else:
             self._junction(visible)  # a stray closer after shown text is only removed
         return at + len(tag)
@@ -253,12 +260,12 @@ class ThinkStripper:
         """Text ``buf[start:end]`` (no tag in it) goes where the mode sends it."""
         piece = buf[start:end]
         mode = self._mode
-        if mode is _Mode.INSIDE:
-            self._block_code.feed(buf, start, end)
+        if mode is _INSIDE:
+            self._block_code.feed(piece)
             (self._block if self._holding_block else reasoning).append(piece)
             return
-        self._code.feed(buf, start, end)
-        if mode is _Mode.START:
+        self._code.feed(piece)
+        if mode is _START:
             self._start.append(piece)
             self._start_len += end - start
             if self._start_len > self.start_window:
@@ -267,13 +274,13 @@ class ThinkStripper:
         self._emit(piece, visible)
 
     def _release_start(self, visible: list[str]) -> None:
-        self._mode = _Mode.VISIBLE
+        self._mode = _VISIBLE
         self._emit_all(self._start, visible)
         self._start, self._start_len = [], 0
 
     def _open_block(self, visible: list[str]) -> None:
         self._junction(visible)
-        self._mode = _Mode.INSIDE
+        self._mode = _INSIDE
         self._holding_block, self._closer_first = self._shown, False
         self._block = []
         self._block_code = CodeTracker(line_start=self._code.at_line_start)
@@ -289,18 +296,20 @@ class ThinkStripper:
         code = self._code
         pos = 0
         while (at := text.find("<", pos)) >= 0:
-            code.feed(text, pos, at)
-            self._emit(text[pos:at], out)
+            piece = text[pos:at]
+            code.feed(piece)
+            self._emit(piece, out)
             tag = _tag_at(text, at)
             if tag is not None and not code.in_code():
                 self._junction(out)
                 pos = at + len(tag)
                 continue
-            code.feed(text, at, at + 1)
+            code.feed("<")
             self._emit("<", out)
             pos = at + 1
-        code.feed(text, pos)
-        self._emit(text[pos:], out)
+        piece = text[pos:]
+        code.feed(piece)
+        self._emit(piece, out)
 
     def _emit(self, piece: str, out: list[str]) -> None:
         """Release visible *piece*; right after a removed tag, first remove a tag the join forms."""

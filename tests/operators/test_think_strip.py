@@ -308,13 +308,13 @@ def _prose_tags(text: str) -> list[str]:
     found: list[str] = []
     pos = 0
     while (at := text.find("<", pos)) >= 0:
-        tracker.feed(text, pos, at)
+        tracker.feed(text[pos:at])
         match = TAG_RE.match(text, at, at + 64)
         if match is not None and not tracker.in_code():
             found.append(match.group(0))
             pos = match.end()
             continue
-        tracker.feed(text, at, at + 1)
+        tracker.feed("<")
         pos = at + 1
     return found
 

@@ -73,7 +73,7 @@ def test_the_stripper_is_linear(name: str, step: int, window: int) -> None:
     small_text, big_text = make(SIZE), make(SIZE * SCALE)
     small = count_work(lambda: _run(small_text, window, step or len(small_text)), *MODULES)
     big = count_work(lambda: _run(big_text, window, step or len(big_text)), *MODULES)
-    assert small > SIZE  # the work is counted (every character is at least looked at)
+    assert small > 0  # the work is counted (prose fed whole is never even read: no tag can start)
     assert big <= small * SCALE * SLACK, f"{name}: work grew {big / small:.1f}x for {SCALE}x the text"
 
 
@@ -82,7 +82,9 @@ def test_the_work_count_sees_a_rescan() -> None:
 
     def rescanning(text: str) -> None:
         for i in range(1, len(text) + 1, 25):
-            code_spans.CodeTracker().feed(text[:i])
+            tracker = code_spans.CodeTracker()
+            tracker.feed(text[:i])
+            tracker.in_code()
 
     small = count_work(lambda: rescanning(_growing_runs(SIZE // 5)), *MODULES)
     big = count_work(lambda: rescanning(_growing_runs(SIZE // 5 * SCALE)), *MODULES)
