@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "ChatRequest": "rxcord.core.request",
     "ChunkType": "rxcord.core.types",
     "CustomAdapter": "rxcord.providers.custom",
+    "DecisionCapability": "rxcord.providers.decisions",
     "DecisionConfig": "rxcord.providers.decisions",
     "DecisionCredentials": "rxcord.providers.decisions",
     "DecisionDirectory": "rxcord.providers.decisions",
@@ -61,6 +62,8 @@ _EXPORTS: dict[str, str] = {
     "ImagePart": "rxcord.core.request",
     "InputError": "rxcord.core.errors",
     "KeyCooldown": "rxcord.compose.turn",
+    "LedgerEntry": "rxcord.providers.usage",
+    "LocaleCatalog": "rxcord.io.locales",
     "MalformedJsonError": "rxcord.core.safe_json",
     "MemorySink": "rxcord.sinks.memory",
     "MemoryStore": "rxcord.sinks.ratelimit",
@@ -86,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "RenderModifiers": "rxcord.core.config",
     "ReplayServer": "rxcord.io.replay",
     "RestSink": "rxcord.sinks.rest",
+    "ReviewLedger": "rxcord.providers.usage",
     "Role": "rxcord.core.request",
     "RxcordError": "rxcord.core.errors",
     "SamplerSettings": "rxcord.core.request",
@@ -130,6 +134,7 @@ _EXPORTS: dict[str, str] = {
     "point_discord_py": "rxcord.sinks.emulator",
     "reference_for": "rxcord.providers.decisions",
     "register_decisions": "rxcord.providers.decisions",
+    "register_locale_dir": "rxcord.io.locales",
     "register_denial_translator": "rxcord.providers.hooks",
     "register_request_hook": "rxcord.providers.hooks",
     "register_turn_usage_hook": "rxcord.providers.usage",
@@ -153,6 +158,7 @@ __all__ = (
     "ChatRequest",
     "ChunkType",
     "CustomAdapter",
+    "DecisionCapability",
     "DecisionConfig",
     "DecisionCredentials",
     "DecisionDirectory",
@@ -182,6 +188,8 @@ __all__ = (
     "ImagePart",
     "InputError",
     "KeyCooldown",
+    "LedgerEntry",
+    "LocaleCatalog",
     "MalformedJsonError",
     "MemorySink",
     "MemoryStore",
@@ -207,6 +215,7 @@ __all__ = (
     "RenderModifiers",
     "ReplayServer",
     "RestSink",
+    "ReviewLedger",
     "Role",
     "RxcordError",
     "SamplerSettings",
@@ -252,6 +261,7 @@ __all__ = (
     "reference_for",
     "register_decisions",
     "register_denial_translator",
+    "register_locale_dir",
     "register_request_hook",
     "register_turn_usage_hook",
     "run_stream",
@@ -303,6 +313,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         ThoughtLogEntry,
         Usage,
     )
+    from rxcord.io.locales import LocaleCatalog, register_locale_dir
     from rxcord.io.replay import ReplayServer
     from rxcord.io.stop_bus import RedisStopBus
     from rxcord.operators.timeline import Timeline
@@ -310,6 +321,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.base import HttpRequest, ProviderAdapter
     from rxcord.providers.custom import CustomAdapter
     from rxcord.providers.decisions import (
+        DecisionCapability,
         DecisionConfig,
         DecisionCredentials,
         DecisionDirectory,
@@ -341,6 +353,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.ssrf import SsrfGuard
     from rxcord.providers.transport import TransportConfig
     from rxcord.providers.usage import (
+        LedgerEntry,
+        ReviewLedger,
         TurnUsageSample,
         UsageReport,
         register_turn_usage_hook,
