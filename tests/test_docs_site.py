@@ -41,6 +41,8 @@ def _documented(text: str) -> set[str]:
 def test_every_public_name_has_a_place_on_an_api_page() -> None:
     pages = {page.name: _documented(page.read_text(encoding="utf-8")) for page in API.glob("*.md")}
     documented = [name for names in pages.values() for name in names]
+    missing = sorted(set(rxcord.__all__) - set(documented))
+    assert missing == [], f"give each a `::: rxcord.<name>` line on a docs/api page: {missing}"
     assert sorted(set(documented)) == sorted(rxcord.__all__)
     assert len(documented) == len(set(documented)), "a name documented on two pages"
 
