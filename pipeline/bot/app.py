@@ -64,6 +64,7 @@ from rxcord import (
 )
 from rxcord.bot.config import BotConfig, load_tools
 from rxcord.bot.history import Attachment, ChatLine, Fetcher, build_messages, collect
+from rxcord.io.locales import default_catalog
 
 _log = logger.bind(stage="bot")
 
@@ -340,11 +341,16 @@ class RxcordBot:
     async def _command(self, interaction: discord.Interaction, kind: StopKind) -> None:
         channel_id = str(interaction.channel_id)
         turn = self.turns.get(channel_id)
+        # The reply is in the user's language (the interaction's locale: rxcord.io.locales).
+        copy = default_catalog().for_locale(_locale_code(getattr(interaction, "locale", None)))
         if turn is None or turn.done:
-            text = "Nothing is being written here."
+            text = copy.text("command.nothing_running", "Nothing is being written here.")
+        elif kind is StopKind.USER:
+            self._stop_turn(turn, kind)
+            text = copy.text("command.stopped", "Stopped; what was written stays.")
         else:
             self._stop_turn(turn, kind)
-            text = "Stopped; what was written stays." if kind is StopKind.USER else "Aborted."
+            text = copy.text("command.aborted", "Aborted.")
         _log.info(
             "/{name} in channel {channel}",
             name="stop" if kind is StopKind.USER else "kill",

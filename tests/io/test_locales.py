@@ -15,7 +15,7 @@ from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.locale import LocaleText, current_text, locale_chain, normalize_locale, use_locale_text
 from rxcord.core.request import ChatRequest, Message
-from rxcord.core.types import ErrorType, ProviderError
+from rxcord.core.types import ErrorType, ProviderError, StopKind
 from rxcord.io.locales import (
     MAX_LOCALE_BYTES,
     LocaleCatalog,
@@ -163,3 +163,26 @@ def test_the_bot_passes_the_guild_preferred_locale() -> None:
     assert context.locale == "pt-BR"
     direct = SimpleNamespace(id=9, guild=None, channel=SimpleNamespace(id=5))
     assert RxcordBot._stream_context(bot, direct).locale is None  # type: ignore[arg-type]
+
+
+async def test_stop_commands_answer_in_the_interaction_locale(german_dir: Path) -> None:
+    """/stop's ephemeral reply uses the interaction's locale; a key de.json lacks stays English."""
+    (german_dir / "de.json").write_text(
+        json.dumps({**GERMAN, "command.nothing_running": "Hier wird gerade nichts geschrieben."}),
+        encoding="utf-8",
+    )
+    dispose = register_locale_dir(german_dir)  # a new catalog: the file was rewritten
+    sent: list[str] = []
+
+    async def send_message(text: str, ephemeral: bool) -> None:
+        sent.append(text)
+
+    try:
+        for locale in (discord.Locale.german, discord.Locale.american_english):
+            interaction = SimpleNamespace(
+                channel_id=5, locale=locale, response=SimpleNamespace(send_message=send_message)
+            )
+            await RxcordBot._command(SimpleNamespace(turns={}), interaction, StopKind.USER)  # type: ignore[arg-type]
+    finally:
+        dispose()
+    assert sent == ["Hier wird gerade nichts geschrieben.", "Nothing is being written here."]
