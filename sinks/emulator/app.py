@@ -109,6 +109,7 @@ class DiscordEmulator:
             interactions,
             messages,
             threads,
+            uploads,
             webhooks,
         )
 
@@ -142,6 +143,7 @@ class DiscordEmulator:
         self.interactions = interactions.install(self)
         self.gateway = gateway.install(self)
         inject.install(self)
+        uploads.install(self)
         webui.mount(self.app, API_PREFIX)  # the page at "/" (rxcord.sinks.webui)
         self.app.on_shutdown.append(self._on_shutdown)
 

@@ -5,12 +5,13 @@ A create or webhook execute body sent as multipart/form-data names its files in
 each as the part ``files[n]``. The message keeps one attachment object per named file
 that came (``filename``, ``size``, ``content_type``, ``description``, a local ``url``);
 a part named but missing is a 400, as on Discord. The bytes are kept by attachment id
-(``DiscordEmulator.files``), so a test can read back what was sent.
+(``DiscordEmulator.files``), so a test can read back what was sent, and the page shows
+the picture: ``GET /attachments/{id}/{filename}`` serves them (the attachment's ``url``).
 """
 
 from __future__ import annotations
 
-__all__ = ("uploaded",)
+__all__ = ("install", "uploaded")
 
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,20 @@ from rxcord.sinks.emulator.validation import form_error
 
 if TYPE_CHECKING:
     from rxcord.sinks.emulator.app import DiscordEmulator
+
+
+def install(emu: DiscordEmulator) -> None:
+    """Serve the uploaded files at their attachment ``url`` (same origin: the page may load them)."""
+    emu.add_plain("GET", "/attachments/{attachment_id}/{filename}", _serve)
+
+
+async def _serve(emu: DiscordEmulator, request: web.Request) -> web.StreamResponse:
+    data = emu.files.get(request.match_info["attachment_id"])
+    if data is None:
+        return web.json_response({"message": "Unknown Attachment", "code": 0}, status=404)
+    name = request.match_info["filename"]
+    kind = "image/png" if name.endswith(".png") else "text/plain; charset=utf-8"
+    return web.Response(body=data, headers={"Content-Type": kind, "X-Content-Type-Options": "nosniff"})
 
 
 async def uploaded(

@@ -24,6 +24,7 @@ from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.rest import RestSink
 from rxcord.sinks.table_picture import DESCRIPTION_MAX, MARGIN, ROW_HEIGHT, draw_table, table_messages
 from rxcord.sinks.uploads import FILES
+from yarl import URL
 
 from tests.sinks.test_delivery_e2e import _answer
 from tests.work import assert_linear
@@ -164,6 +165,10 @@ async def test_delivery_sends_text_before_the_picture_then_text_after(
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         listed = await response.json()
     assert [a["filename"] for m in listed for a in m["attachments"]] == ["table.png"]
+    origin = str(URL(emulator.base_url).origin())
+    async with aiohttp.ClientSession() as session, session.get(origin + attachment["url"]) as served:
+        assert served.status == 200 and served.content_type == "image/png"
+        assert await served.read() == emulator.files[attachment["id"]]  # the page shows the picture
 
 
 async def test_edit_mode_and_monospace_keep_the_table_in_the_text(emulator: DiscordEmulator) -> None:
