@@ -20,7 +20,7 @@ from rxcord.operators.flush import Flusher
 from rxcord.operators.md_tables import MAX_CELL_CHARS, MAX_ROWS, parse_table, render_table
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
-from rxcord.sinks.emulator import DiscordEmulator
+from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, Fault
 from rxcord.sinks.rest import RestSink
 from rxcord.sinks.table_picture import DESCRIPTION_MAX, MARGIN, ROW_HEIGHT, draw_table, table_messages
 from rxcord.sinks.uploads import FILES
@@ -251,3 +251,24 @@ def test_discordpy_sends_the_picture_as_a_described_file() -> None:
     [file] = send_kwargs(StreamContext(), {**body, "allowed_mentions": {"parse": []}})["files"]
     assert file.filename == "table.png" and file.description == WIDE.strip("\n")
     assert Image.open(file.fp).format == "PNG"
+
+
+async def test_a_retried_upload_sends_the_files_again(emulator: DiscordEmulator) -> None:
+    """Two 503s, then a 500 after Discord stored it: the multipart body is rebuilt for each try,
+    and the nonce makes the stored message the one answer (one message, one attachment)."""
+    waits: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+
+    emulator.inject(Fault(kind="error", route=ROUTE_CREATE, count=2, status=503))
+    emulator.inject(Fault(kind="error_after_accept", route=ROUTE_CREATE, count=1, status=500))
+    [body] = table_messages(WIDE, 2000)
+    payload = {**body, "allowed_mentions": {"parse": []}, "nonce": "table-1", "enforce_nonce": True}
+    async with aiohttp.ClientSession() as session:
+        sink = RestSink(emulator.base_url, emulator.config.token, session=session, sleep=sleep)
+        sent = await sink.create_message(StreamContext(channel_id="830"), payload)
+    [stored] = emulator.messages("830")
+    assert len(waits) == 3 and sent.message_id == stored["id"]
+    assert [a["filename"] for a in stored["attachments"]] == ["table.png"]
+    assert FILES not in sent.payload and sent.payload["attachments"][0]["filename"] == "table.png"
