@@ -35,7 +35,7 @@ class MemorySink:
 
         sink = MemorySink(failures={3: DiscordStopError(status=403, code=50001)})
         await sink.create_message(ctx, {"content": "a"})   # id "1"
-        sink.contents()                                     # ["a"]
+        sink.contents                                       # ["a"]
 
     Args:
         failures: Send number (1-based, counting every ``create_message`` call) -> exception to raise.
@@ -190,17 +190,19 @@ class MemorySink:
             raise failure
         self.typing.append(context)
 
-    def payloads(self, channel_id: str | None = None) -> list[dict[str, Any]]:
-        """Recorded payloads, optionally only those sent to ``channel_id``."""
-        return [
-            message.payload if isinstance(message.payload, dict) else dict(message.payload)
-            for message in self.results
-            if channel_id is None or message.channel_id == channel_id
-        ]
+    @property
+    def payloads(self) -> list[dict[str, Any]]:
+        """The payload of every message the channel holds now, in order (edits applied, deletes gone).
 
-    def contents(self, channel_id: str | None = None) -> list[str]:
-        """The ``content`` of every recorded message (``""`` when absent), optionally for one channel."""
-        return [str(payload.get("content") or "") for payload in self.payloads(channel_id)]
+        A read-only attribute like ``sent`` and ``edits`` (it was a method before 0.2): filter
+        ``results`` by ``channel_id`` for one channel.
+        """
+        return [m.payload if isinstance(m.payload, dict) else dict(m.payload) for m in self.results]
+
+    @property
+    def contents(self) -> list[str]:
+        """The ``content`` of every message the channel holds now (``""`` when absent), in order."""
+        return [str(payload.get("content") or "") for payload in self.payloads]
 
 
 def _discord_message(

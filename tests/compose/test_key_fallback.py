@@ -110,7 +110,7 @@ async def test_a_key_failure_moves_to_the_next_key(failure: Reply) -> None:
     """401, 402 and 403 on the first key: the second key answers; one request each, no notice."""
     async with KeyedProvider(_by_key({KEYS[0]: failure, KEYS[1]: _answer("Hello!")})) as provider:
         turn, sink = await _run(provider, ["m1"])
-    assert turn.result.status is StreamStatus.COMPLETED and sink.contents() == ["Hello!"]
+    assert turn.result.status is StreamStatus.COMPLETED and sink.contents == ["Hello!"]
     assert provider.per_key() == {KEYS[0]: 1, KEYS[1]: 1} and not turn.notice_sent
 
 
@@ -125,7 +125,7 @@ async def test_a_failed_key_is_skipped_for_the_next_model_too() -> None:
     async with KeyedProvider(replies) as provider:
         turn, sink = await _run(provider, ["m1", "m2"])
     assert provider.requests == [(KEYS[0], "m1"), (KEYS[1], "m1"), (KEYS[1], "m2")]
-    assert sink.contents() == ["From m2."]
+    assert sink.contents == ["From m2."]
     assert [a.label for a in turn.attempts] == ["openai:m1#key1", "openai:m1#key2", "openai:m2#key2"]
 
 
@@ -165,7 +165,7 @@ async def test_every_key_cooling_tries_them_anyway_once() -> None:
         turn, sink = await _run(provider, ["m1", "m2"], cooldown=cooldown)
     # m2 with key 1 is skipped: key 1 failed again in this turn.
     assert provider.requests == [(KEYS[0], "m1"), (KEYS[1], "m1")]
-    assert sink.contents() == ["Back."] and turn.result.status is StreamStatus.COMPLETED
+    assert sink.contents == ["Back."] and turn.result.status is StreamStatus.COMPLETED
 
 
 async def test_every_key_refused_ends_with_one_notice() -> None:
@@ -173,7 +173,7 @@ async def test_every_key_refused_ends_with_one_notice() -> None:
     async with KeyedProvider(_by_key({KEYS[0]: UNAUTHORIZED, KEYS[1]: FORBIDDEN})) as provider:
         turn, sink = await _run(provider, ["m1", "m2"])
     assert provider.per_key() == {KEYS[0]: 1, KEYS[1]: 1}
-    assert turn.result.status is StreamStatus.ERROR and turn.notice_sent and len(sink.payloads()) == 1
+    assert turn.result.status is StreamStatus.ERROR and turn.notice_sent and len(sink.payloads) == 1
 
 
 async def test_a_request_error_ends_the_turn() -> None:
@@ -226,7 +226,7 @@ async def test_a_denial_saying_the_key_is_out_of_credit_moves_to_the_next_key() 
     finally:
         dispose()
     assert provider.per_key() == {KEYS[0]: 1, KEYS[1]: 1}
-    assert sink.contents() == ["Paid."] and not turn.notice_sent
+    assert sink.contents == ["Paid."] and not turn.notice_sent
     assert turn.attempts[0].denial is not None and turn.attempts[0].denial.key_exhausted
 
 
@@ -254,7 +254,7 @@ async def test_a_deferred_denial_lets_the_fallback_answer_then_posts_the_fallbac
                 turn, sink = await _run(provider, ["m1"])
     finally:
         dispose()
-    payloads = sink.payloads()
+    payloads = sink.payloads
     assert [p.get("content") for p in payloads] == ["Answered.", None]
     assert payloads[1]["embeds"][0]["title"] == "allowance_fallback" and turn.notice_sent
 
@@ -274,7 +274,7 @@ async def test_a_deferred_denial_when_every_fallback_failed_posts_the_denial_not
     finally:
         dispose()
     assert provider.per_key() == {KEYS[0]: 1, KEYS[1]: 1}
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     assert payload["embeds"][0] == {
         "title": "allowance_spent",
         "color": payload["embeds"][0]["color"],

@@ -44,4 +44,4 @@ async def test_prefill_shown_exactly_when_sent(effort: str | None) -> None:
     prefill_sent = sent["role"] == "assistant"
     assert prefill_sent is (effort is None)
     assert result.accumulated_text.startswith(PREFILL.strip()) is prefill_sent
-    assert sink.contents()[0].startswith(PREFILL.strip()) is prefill_sent
+    assert sink.contents[0].startswith(PREFILL.strip()) is prefill_sent

@@ -170,5 +170,5 @@ async def test_a_trickling_provider_is_stopped_at_a_small_deadline() -> None:
     assert result.status is StreamStatus.STREAM_DEADLINE
     delivered = result.visible_text.split()
     assert delivered and delivered == [w.strip() for w in words[: len(delivered)]] and len(delivered) < 40
-    assert [p["content"] for p in sink.payloads()] == [result.visible_text.strip()]
+    assert [p["content"] for p in sink.payloads] == [result.visible_text.strip()]
     assert server.requests[0].closed_early and not server.requests[0].completed

@@ -88,7 +88,7 @@ async def test_a_translated_402_shows_the_denial_notice_not_the_provider_prose()
         dispose()
     assert result.status is StreamStatus.ERROR and result.error is not None
     assert result.error.code == "openrouter_in_flight_budget"
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     embed = payload["embeds"][0]
     assert (
         embed["title"] == "media_minimum"
@@ -111,7 +111,7 @@ async def test_a_hook_denial_posts_its_notice() -> None:
     finally:
         dispose()
     assert server.requests == [] and result.error is not None and result.error.code == "request_denied"
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     assert payload["embeds"][0]["title"] == "allowance_spent"
     assert payload["embeds"][0]["description"] == "Your allowance is spent."
 
@@ -130,13 +130,13 @@ async def test_a_denial_with_defer_notice_posts_nothing_on_the_stream_path() -> 
         result, sink, _ = await _stream(LIMITED)
     finally:
         dispose()
-    assert result.status is StreamStatus.ERROR and sink.payloads() == []
+    assert result.status is StreamStatus.ERROR and sink.payloads == []
     dispose = register_request_hook(refuse)
     try:
         result, sink, _ = await _stream(b"{}", status=200)
     finally:
         dispose()
-    assert result.status is StreamStatus.ERROR and sink.payloads() == []
+    assert result.status is StreamStatus.ERROR and sink.payloads == []
 
 
 async def test_suppressed_errors_post_no_denial_notice() -> None:
@@ -150,7 +150,7 @@ async def test_suppressed_errors_post_no_denial_notice() -> None:
         _, sink, _ = await _stream(b"{}", status=200, config=StreamConfig(suppress_user_errors=True))
     finally:
         dispose()
-    assert sink.payloads() == []
+    assert sink.payloads == []
 
 
 async def test_a_denial_of_another_owner_gets_the_generic_notice() -> None:
@@ -164,7 +164,7 @@ async def test_a_denial_of_another_owner_gets_the_generic_notice() -> None:
         _, sink, _ = await _stream(b"{}", status=200)
     finally:
         dispose()
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     assert payload["embeds"][0]["title"] != "allowance_spent"
 
 
@@ -175,7 +175,7 @@ async def test_a_translator_that_declines_leaves_the_generic_embed() -> None:
         result, sink, _ = await _stream(LIMITED)
     finally:
         dispose()
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     assert "Insufficient credits" in payload["embeds"][0]["description"]
     assert len(result.messages) == 1
 
@@ -202,7 +202,7 @@ async def test_a_held_notice_after_text_is_not_a_second_reply() -> None:
             )
     finally:
         dispose()
-    text, notice = sink.payloads()
+    text, notice = sink.payloads
     assert text["content"] == "Part one." and text["message_reference"]["message_id"] == "77"
     assert notice["embeds"] and "message_reference" not in notice
     assert len(result.messages) == 2

@@ -293,15 +293,15 @@ ESCAPED_BODY = ESCAPED.encode() + b"data: [DONE]\n\n"
 async def test_a_key_split_or_escaped_in_the_reply_never_reaches_discord(body: bytes) -> None:
     result, sink = await _stream(body)
     assert result.status is StreamStatus.COMPLETED
-    assert _leaks(json.dumps(sink.payloads()), result.visible_text, result.accumulated_text) == []
-    assert REDACTED in "".join(sink.contents())
+    assert _leaks(json.dumps(sink.payloads), result.visible_text, result.accumulated_text) == []
+    assert REDACTED in "".join(sink.contents)
 
 
 async def test_without_the_stage_the_key_does_reach_discord() -> None:
     """The control: what the guard prevents (the transport's byte scan alone misses both forms)."""
     for body in (SPLIT, ESCAPED_BODY):
         result, sink = await _stream(body, Pipeline.default().remove("redact_secrets"))
-        assert KEY in _leaks(json.dumps(sink.payloads()), result.visible_text)
+        assert KEY in _leaks(json.dumps(sink.payloads), result.visible_text)
 
 
 async def test_reasoning_tool_arguments_and_errors_are_redacted() -> None:
@@ -320,10 +320,10 @@ async def test_reasoning_tool_arguments_and_errors_are_redacted() -> None:
     assert result.status is StreamStatus.FUNCTION_CALL and result.function_call is not None
     assert result.function_call.args == {"q": REDACTED}
     assert result.reasoning == f"they sent {REDACTED}, careful"
-    assert _leaks(result, json.dumps(sink.payloads())) == []
+    assert _leaks(result, json.dumps(sink.payloads)) == []
     error = {"error": {"message": f"key {_escaped(KEY)} revoked", "code": 401}}
     body = f"data: {json.dumps(error).replace(chr(92) * 2, chr(92))}\n\n".encode()
     failed, sink = await _stream(body)
     assert failed.status is StreamStatus.ERROR and failed.error is not None
     assert REDACTED in failed.error.message
-    assert _leaks(failed, failed.error.original_error, json.dumps(sink.payloads())) == []
+    assert _leaks(failed, failed.error.original_error, json.dumps(sink.payloads)) == []

@@ -76,7 +76,7 @@ async def test_retryable_error_before_delivery_tries_next_key() -> None:
         turn = await _turn(_candidates(server, 2), REQUEST, sink=sink)
     assert turn.result.status is StreamStatus.COMPLETED
     assert [a.status for a in turn.attempts] == [StreamStatus.ERROR, StreamStatus.COMPLETED]
-    assert sink.contents() == ["Hello!"] and not turn.notice_sent
+    assert sink.contents == ["Hello!"] and not turn.notice_sent
     assert server.requests[1].headers["Authorization"] == "Bearer key-1"
 
 
@@ -93,7 +93,7 @@ async def test_exhausted_fallbacks_post_one_notice() -> None:
     async with ReplayServer(body=b"", responses=[RATE_LIMITED]) as server:
         turn = await _turn(_candidates(server, 3), REQUEST, sink=sink)
     assert len(turn.attempts) == 3 and turn.result.status is StreamStatus.ERROR
-    payloads = sink.payloads()
+    payloads = sink.payloads
     assert len(payloads) == 1 and payloads[0]["embeds"] and turn.notice_sent
 
 
@@ -103,7 +103,7 @@ async def test_non_retryable_error_does_not_fall_back() -> None:
     async with ReplayServer(body=b"", responses=[BAD_REQUEST, (200, SSE, _answer("never"))]) as server:
         turn = await _turn(_candidates(server, 2), REQUEST, sink=sink)
     assert len(turn.attempts) == 1 and len(server.requests) == 1
-    assert len(sink.payloads()) == 1 and "never" not in json.dumps(sink.payloads())
+    assert len(sink.payloads) == 1 and "never" not in json.dumps(sink.payloads)
 
 
 async def test_no_restart_once_delivery_began() -> None:
@@ -119,8 +119,8 @@ async def test_no_restart_once_delivery_began() -> None:
     ) as server:
         turn = await _turn(_candidates(server, 2), REQUEST, sink=sink, config=config)
     assert len(turn.attempts) == 1
-    assert "again" not in json.dumps(sink.payloads())
-    assert sink.contents()[0].startswith("First paragraph.")
+    assert "again" not in json.dumps(sink.payloads)
+    assert sink.contents[0].startswith("First paragraph.")
 
 
 async def test_tool_loop_runs_handler_and_streams_again() -> None:
@@ -137,7 +137,7 @@ async def test_tool_loop_runs_handler_and_streams_again() -> None:
     ) as server:
         turn = await _turn(_candidates(server, 1), REQUEST, sink=sink, tool_handler=handler)
     assert [c.name for c in calls] == ["lookup"] and calls[0].args == {"q": "x"}
-    assert turn.result.status is StreamStatus.COMPLETED and sink.contents() == ["It is 42."]
+    assert turn.result.status is StreamStatus.COMPLETED and sink.contents == ["It is 42."]
     second = server.requests[1].body["messages"]
     assistant = next(m for m in second if m["role"] == "assistant")
     tool = next(m for m in second if m["role"] == "tool")
@@ -212,7 +212,7 @@ async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None
     finally:
         dispose()
     assert len(turn.attempts) == 1
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     assert payload["embeds"][0]["description"] == "Your allowance is spent."
 
 

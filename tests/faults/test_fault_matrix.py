@@ -337,7 +337,7 @@ SCENARIOS: tuple[Callable[[], Scenario], ...] = (
 
 def _records(sink: MemorySink) -> list[str]:
     out = []
-    for payload in sink.payloads():
+    for payload in sink.payloads:
         if payload.get("content"):
             out.append(str(payload["content"]))
         else:

@@ -149,7 +149,7 @@ async def test_run_turn_posts_its_notice_in_the_context_locale(german_dir: Path)
                 config=StreamConfig(),
                 transport=TransportConfig(allow_private_network=True),
             )
-        (payload,) = sink.payloads()
+        (payload,) = sink.payloads
         titles.append(payload["embeds"][0]["title"])
     assert titles == ["Ratenlimit erreicht", "Rate limited"]
 

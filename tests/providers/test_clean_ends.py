@@ -113,7 +113,7 @@ async def test_done_without_finish_reason_ends_the_result_with_stop() -> None:
             api_key="sk-test-key-000000",
             transport=TransportConfig(allow_private_network=True),
         )
-    assert result.status is StreamStatus.COMPLETED and sink.contents() == ["Hello there."]
+    assert result.status is StreamStatus.COMPLETED and sink.contents == ["Hello there."]
     assert (result.finish_reason, result.raw_finish_reason) == (FinishReason.STOP, NO_FINISH_REASON)
 
 

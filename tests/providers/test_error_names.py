@@ -150,7 +150,7 @@ async def test_wrong_base_url_through_the_transport_names_the_served_path() -> N
     assert server.requests[0].path == "/v2/chat/completions"
     assert result.status is StreamStatus.ERROR and result.error is not None
     assert result.error.type is ErrorType.API_ERROR and result.error.code == ENDPOINT_NOT_FOUND
-    [payload] = sink.payloads()
+    [payload] = sink.payloads
     description = payload["embeds"][0]["description"]
     assert "/v2/chat/completions" in description and "base_url" in description
 

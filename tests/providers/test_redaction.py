@@ -157,7 +157,7 @@ async def test_no_secret_reaches_the_embed_the_result_or_a_repr() -> None:
             secrets=(BOT_TOKEN,),
         )
     assert result.status is StreamStatus.ERROR and result.error is not None
-    posted = json.dumps(sink.payloads())
+    posted = json.dumps(sink.payloads)
     assert "embeds" in posted and REDACTED in posted  # the error embed was posted, redacted
     assert _leaks(posted, result, result.error, result.error.message, result.error.original_error) == []
 
@@ -220,7 +220,7 @@ async def test_run_turn_redacts_every_candidates_key_and_the_notice() -> None:
         candidates = fallback_order(CustomAdapter(), ["m"], [API_KEY, other_key], base_url=server.base_url)
         turn = await run_turn(candidates, CHAT, sink=sink, transport=LOCAL, secrets=(BOT_TOKEN,))
     assert len(server.requests) == 2 and turn.notice_sent
-    shown = [json.dumps(sink.payloads()), turn.result, *(a.error for a in turn.attempts)]
+    shown = [json.dumps(sink.payloads), turn.result, *(a.error for a in turn.attempts)]
     shown += [a.error.original_error for a in turn.attempts if a.error is not None]
     assert "embeds" in shown[0]
     assert [
@@ -239,4 +239,4 @@ async def test_a_key_in_the_reply_split_across_writes_is_redacted(size: int) -> 
             CustomAdapter(), CHAT, sink=sink, base_url=server.base_url, api_key=API_KEY, transport=LOCAL
         )
     assert result.status is StreamStatus.COMPLETED
-    assert sink.contents() == [f"your key is {REDACTED}!"]
+    assert sink.contents == [f"your key is {REDACTED}!"]

@@ -301,7 +301,7 @@ async def test_stream_to_discord_guards_by_default_and_the_opt_out_lifts_it() ->
         )
     assert refused.status is StreamStatus.ERROR and refused.error is not None
     assert refused.error.code == "ssrf_refused"
-    assert served.status is StreamStatus.COMPLETED and sink.contents() == ["local answer"]
+    assert served.status is StreamStatus.COMPLETED and sink.contents == ["local answer"]
     assert len(server.requests) == 1
 
 

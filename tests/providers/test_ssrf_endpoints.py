@@ -216,7 +216,7 @@ async def test_with_the_opt_out_a_loopback_override_is_served(provider: str) -> 
     async with Listener(ANSWERS[provider]) as listener:
         result = await _ask(provider, listener.base_url, TransportConfig(allow_private_network=True), sink)
     assert result.status is StreamStatus.COMPLETED, result.error
-    assert sink.contents() and listener.connections == 1 and KEY.encode() in listener.received
+    assert sink.contents and listener.connections == 1 and KEY.encode() in listener.received
 
 
 # -- cloud metadata: refused in every form, with or without the opt-out --------------------------

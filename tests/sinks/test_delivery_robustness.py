@@ -74,7 +74,7 @@ def test_failing_typing_never_aborts_the_reply(failure: BaseException, mode: Del
 
     result = asyncio.run(main())
     assert result.status is StreamStatus.COMPLETED
-    assert sink.contents() == ["Hello there."]
+    assert sink.contents == ["Hello there."]
     assert sink.typing_calls >= 1
 
 
@@ -90,7 +90,7 @@ def test_failing_typing_between_paced_messages_never_aborts_the_reply() -> None:
 
     result = asyncio.run(main())
     assert result.status is StreamStatus.COMPLETED
-    assert "".join(sink.contents()).replace("\n", "") == "One.Two.Three."
+    assert "".join(sink.contents).replace("\n", "") == "One.Two.Three."
     assert sink.typing_calls >= 1
 
 
@@ -146,7 +146,7 @@ def test_stop_cuts_a_paced_pause_after_the_provider_finished(kind: StopKind) -> 
         loop = asyncio.get_running_loop()
         chain = _chain(_raw("One.\n\n", "Two.\n\n", "Three."), sink, _paced(), handle)
         task = asyncio.ensure_future(drain(chain))
-        while not sink.contents():
+        while not sink.contents:
             await asyncio.sleep(0.01)
         loop.call_later(0.05, handle.stop, kind)
         return (await asyncio.wait_for(task, 60))[-1]
@@ -154,10 +154,10 @@ def test_stop_cuts_a_paced_pause_after_the_provider_finished(kind: StopKind) -> 
     result = asyncio.run(main())
     if kind is StopKind.INTERRUPT:
         assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
-        assert sink.contents() == ["One."]
+        assert sink.contents == ["One."]
     else:
         assert result.status is StreamStatus.COMPLETED
-        assert "".join(sink.contents()).replace("\n", "") == "One.Two.Three."
+        assert "".join(sink.contents).replace("\n", "") == "One.Two.Three."
 
 
 def test_interrupt_after_the_provider_finished_discards_queued_sends() -> None:
@@ -176,8 +176,8 @@ def test_interrupt_after_the_provider_finished_discards_queued_sends() -> None:
 
     result = asyncio.run(main())
     assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
-    assert len(sink.contents()) == 1 and sink.contents()[0].startswith("One.")
-    assert result.accumulated_text.strip() == sink.contents()[0]
+    assert len(sink.contents) == 1 and sink.contents[0].startswith("One.")
+    assert result.accumulated_text.strip() == sink.contents[0]
 
 
 def test_interrupt_during_generation_discards_queued_sends() -> None:
@@ -201,7 +201,7 @@ def test_interrupt_during_generation_discards_queued_sends() -> None:
 
     result = asyncio.run(main())
     assert result.status is StreamStatus.FOLLOW_UP_INTERRUPT
-    assert len(sink.contents()) == 1 and sink.contents()[0].startswith("One.")
+    assert len(sink.contents) == 1 and sink.contents[0].startswith("One.")
 
 
 def test_interrupt_after_everything_was_delivered_changes_nothing() -> None:
@@ -216,7 +216,7 @@ def test_interrupt_after_everything_was_delivered_changes_nothing() -> None:
         return result
 
     result = asyncio.run(main())
-    assert result.status is StreamStatus.COMPLETED and sink.contents() == ["Done."]
+    assert result.status is StreamStatus.COMPLETED and sink.contents == ["Done."]
 
 
 # ------------------------------------------------------------------------- delivered vs generated
@@ -235,7 +235,7 @@ def test_message_cap_reports_only_the_delivered_text(mode: DeliveryMode) -> None
 
     result = asyncio.run(main())
     assert result.status is StreamStatus.SEND_MESSAGE_LIMIT
-    assert len(sink.contents()) == 2
+    assert len(sink.contents) == 2
     assert result.visible_text == text
-    assert result.accumulated_text.split() == "\n".join(sink.contents()).split()
+    assert result.accumulated_text.split() == "\n".join(sink.contents).split()
     assert result.accumulated_text != result.visible_text

@@ -69,7 +69,7 @@ async def _aggregated(deltas: list[str], context: StreamContext = BOT) -> list[s
     await drain(
         reactivex.from_iterable(_states(deltas)).pipe(flush(config), clean(config), deliver(delivery.send))
     )
-    return sink.contents()
+    return sink.contents
 
 
 def _words(contents: list[str]) -> list[str]:
@@ -95,7 +95,7 @@ async def test_bot_message_without_id_is_found_by_its_nonce() -> None:
     sink = MemorySink(ambiguous={1: "stored"}, enforce_nonces=True)
     deliveries = await _edit(sink, deltas)
     expected = await _aggregated(deltas)
-    assert sink.contents() == expected
+    assert sink.contents == expected
     assert sink.reads == 0  # the nonce was enough, the channel was not read
     assert len(sink.edits) > 0  # and the first message was edited afterwards
     final = [d for d in deliveries if d.messages][-1]
@@ -108,7 +108,7 @@ async def test_webhook_message_without_id_is_found_or_sent_again(outcome: Litera
     deltas = _paragraphs(8)
     sink = MemorySink(ambiguous={1: outcome})
     await _edit(sink, deltas, HOOK)
-    assert sink.contents() == await _aggregated(deltas, HOOK)
+    assert sink.contents == await _aggregated(deltas, HOOK)
     assert sink.reads == 1
 
 
@@ -122,7 +122,7 @@ async def test_unreadable_webhook_keeps_the_message_and_posts_the_rest(
     deliveries = await _edit(sink, deltas, HOOK)
     expected = await _aggregated(deltas, HOOK)
     first = deltas[0].strip()
-    channel = sink.contents()
+    channel = sink.contents
     if outcome == "stored":
         assert channel[0] == first  # the first preview, never edited again
         assert _words(channel) == _words(expected)  # nothing lost, nothing twice
@@ -188,8 +188,8 @@ def test_kept_messages_never_lose_or_repeat_a_word(words: list[str], cut: int, a
     sink = MemorySink(ambiguous={at: "stored"}, readable=False)
     asyncio.run(_edit(sink, deltas, HOOK))
     expected = asyncio.run(_aggregated(deltas, HOOK))
-    _same_chars(_chars(sink.contents()), _chars(expected))
-    assert all(0 < len(content) <= 2000 for content in sink.contents())
+    _same_chars(_chars(sink.contents), _chars(expected))
+    assert all(0 < len(content) <= 2000 for content in sink.contents)
 
 
 def _same_chars(got: str, want: str) -> None:
@@ -214,7 +214,7 @@ async def test_a_failed_lookup_keeps_the_message() -> None:
     sink = Failing(ambiguous={1: "stored"})
     await _edit(sink, deltas, HOOK)
     assert sink.reads == 1
-    assert _words(sink.contents()) == _words(await _aggregated(deltas, HOOK))
+    assert _words(sink.contents) == _words(await _aggregated(deltas, HOOK))
 
 
 class Moderated(MemorySink):
@@ -244,7 +244,7 @@ async def test_a_message_deleted_meanwhile_is_sent_again_in_order(delete_on: int
     sink = Moderated(delete_on)
     deliveries = await _edit(sink, deltas)
     assert sink.removed  # the deletion did happen
-    assert sink.contents() == await _aggregated(deltas)
+    assert sink.contents == await _aggregated(deltas)
     final = [d for d in deliveries if d.messages][-1]
     assert [m.message_id for m in final.messages] == [m.message_id for m in sink.results]
 
@@ -296,7 +296,7 @@ async def test_message_cap_result_matches_the_memory_channel(mode: DeliveryMode)
     assert result.status is StreamStatus.SEND_MESSAGE_LIMIT
     assert len(sink.results) == 3
     assert [m.message_id for m in result.messages] == [m.message_id for m in sink.results]
-    assert result.accumulated_text.split() == " ".join(sink.contents()).split()
+    assert result.accumulated_text.split() == " ".join(sink.contents).split()
 
 
 @pytest.fixture

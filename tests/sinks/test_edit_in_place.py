@@ -111,7 +111,7 @@ async def _aggregated(deltas: list[str], config: StreamConfig) -> list[str]:
     delivery = DiscordDelivery(sink=sink, context=StreamContext(channel_id="7"), config=agg)
     chain = reactivex.from_iterable(_states(deltas)).pipe(flush(agg), clean(agg), deliver(delivery.send))
     await drain(chain)
-    return sink.contents()
+    return sink.contents
 
 
 def _balanced(text: str) -> bool:

@@ -19,7 +19,7 @@ async def test_records_payloads_and_returns_increasing_ids() -> None:
     assert (first.message_id, second.message_id) == ("1", "2")
     assert first.channel_id == "7"
     assert sink.sent == [(ctx, {"content": "a"}), (ctx, {"content": "b", "nonce": "n"})]
-    assert sink.contents() == ["a", "b"]
+    assert sink.contents == ["a", "b"]
     assert sink.results == [first, second]
 
 
@@ -29,7 +29,7 @@ async def test_payload_is_copied() -> None:
     payload = {"content": "a"}
     sent = await sink.create_message(StreamContext(), payload)
     payload["content"] = "changed"
-    assert sent.payload == {"content": "a"} and sink.contents() == ["a"]
+    assert sent.payload == {"content": "a"} and sink.contents == ["a"]
 
 
 async def test_webhook_thread_is_the_channel() -> None:
@@ -37,7 +37,7 @@ async def test_webhook_thread_is_the_channel() -> None:
     sink = MemorySink()
     ctx = StreamContext(channel_id="7", webhook_id="9", webhook_token="t", thread_id="8")
     sent = await sink.create_message(ctx, {"content": "a"})
-    assert sent.channel_id == "8" and sink.contents("8") == ["a"] and sink.contents("7") == []
+    assert sent.channel_id == "8" and [m.channel_id for m in sink.results] == ["8"]
 
 
 async def test_injected_failure_on_the_nth_send() -> None:
@@ -50,7 +50,7 @@ async def test_injected_failure_on_the_nth_send() -> None:
         await sink.create_message(ctx, {"content": "b"})
     assert caught.value is stop
     third = await sink.create_message(ctx, {"content": "c"})
-    assert sink.contents() == ["a", "c"] and third.message_id == "2"
+    assert sink.contents == ["a", "c"] and third.message_id == "2"
     assert sink.send_calls == 3
 
 
@@ -93,13 +93,23 @@ async def test_edit_and_delete() -> None:
     assert first.message_id is not None
     edited = await sink.edit_message(ctx, first.message_id, {"content": "final"})
     assert edited.payload == {"content": "final", "allowed_mentions": {"parse": []}}
-    assert isinstance(sink, MemorySink) and sink.contents() == ["final"]
+    assert isinstance(sink, MemorySink) and sink.contents == ["final"]
     assert sink.edits == [(first.message_id, {"content": "final"})]
     await sink.delete_message(ctx, first.message_id)
     await sink.delete_message(ctx, first.message_id)  # already gone: no error
-    assert sink.contents() == [] and sink.deleted == [first.message_id]
+    assert sink.contents == [] and sink.deleted == [first.message_id]
     later = await sink.create_message(ctx, {"content": "next"})
     assert later.message_id == "2"
     with pytest.raises(DiscordError) as missing:
         await sink.edit_message(ctx, first.message_id, {"content": "x"})
     assert (missing.value.status, missing.value.code) == (404, 10008)
+
+
+async def test_recorded_views_are_attributes_like_edits() -> None:
+    """``payloads`` and ``contents`` are read like ``sent`` and ``edits`` (one shape), edits applied."""
+    sink = MemorySink()
+    sent = await sink.create_message(StreamContext(), {"content": "a"})
+    await sink.edit_message(StreamContext(), str(sent.message_id), {"content": "b"})
+    assert sink.payloads == [{"content": "b"}] and sink.contents == ["b"]
+    assert sink.edits == [(str(sent.message_id), {"content": "b"})]
+    assert not callable(sink.payloads) and not callable(sink.contents)

@@ -272,3 +272,17 @@ async def test_a_retried_upload_sends_the_files_again(emulator: DiscordEmulator)
     assert len(waits) == 3 and sent.message_id == stored["id"]
     assert [a["filename"] for a in stored["attachments"]] == ["table.png"]
     assert FILES not in sent.payload and sent.payload["attachments"][0]["filename"] == "table.png"
+
+
+async def test_the_emulator_refuses_a_file_named_but_not_sent(emulator: DiscordEmulator) -> None:
+    """``attachments`` naming ``files[0]`` without that part is a 400, and nothing is stored."""
+    form = aiohttp.FormData(default_to_multipart=True)
+    form.add_field("payload_json", json.dumps({"attachments": [{"id": 0, "filename": "table.png"}]}))
+    headers = {"Authorization": f"Bot {emulator.config.token}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{emulator.base_url}/channels/840/messages", data=form, headers=headers) as answer,
+    ):
+        assert answer.status == 400
+        assert "ATTACHMENT_NOT_FOUND" in await answer.text()
+    assert emulator.messages("840") == []
