@@ -58,6 +58,8 @@ def resent_overlap(emitted_tail: str, part: str) -> int:
     *emitted_tail* needs to be at most ``len(part)`` characters long (a longer overlap cannot
     exist); the longest overlap is returned when it is a resend by the module's rule.
     """
+    if len(part) < MIN_RESENT_CHARS:
+        return 0  # also keeps the slice below from reading the whole tail for an empty part
     window = emitted_tail[-len(part) :] if len(emitted_tail) > len(part) else emitted_tail
     if len(window) < MIN_RESENT_CHARS:
         return 0

@@ -98,6 +98,13 @@ def test_real_repeats_are_kept() -> None:
         assert _visible(parts) == "".join(parts), parts
 
 
+def test_short_and_empty_parts_are_never_resends() -> None:
+    """A part shorter than the minimum (the empty one too) restates nothing, whatever was emitted."""
+    tail = "0123456789abcdefghijklmnopqrstuvwxyz"
+    assert resent_overlap(tail, "") == 0
+    assert resent_overlap(tail, tail[-(MIN_RESENT_CHARS - 1) :]) == 0
+
+
 def test_the_overlap_must_be_long_enough() -> None:
     """One character short of the minimum is kept; at the minimum it is dropped."""
     base = "0123456789abcdefghijklmnopqrstuvwxyz"
