@@ -508,6 +508,7 @@ class RxcordBot:
         )
         stream_config = StreamConfig(
             delivery=config.delivery.mode,
+            tables=config.delivery.tables,
             persona_name=(
                 config.persona.username if config.persona and config.persona.username else me.display_name
             ),

@@ -37,7 +37,7 @@ from typing import Any, Final
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-from rxcord import DeliveryMode, FunctionCall, InputError, ToolSpec
+from rxcord import DeliveryMode, FunctionCall, InputError, TableStyle, ToolSpec
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.providers.ssrf import endpoint_url, precheck
 
@@ -155,6 +155,8 @@ class DeliverySection:
     """``[delivery]``: how answers reach Discord."""
 
     mode: DeliveryMode = DeliveryMode.EDIT
+    tables: TableStyle = TableStyle.PICTURE
+    """Wide markdown tables as pictures (aggregated and live modes; edit mode keeps monospace)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -299,6 +301,17 @@ def _converter() -> cattrs.Converter:
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, exact(kind))
     converter.register_structure_hook(DeliveryMode, mode)
+
+    def tables(value: Any, _: Any) -> TableStyle:
+        # A str enum: without its own hook the str hook would take it as a plain string.
+        try:
+            return TableStyle(value)
+        except ValueError:
+            raise ValueError(
+                f"must be one of {', '.join(t.value for t in TableStyle)}, got {value!r}"
+            ) from None
+
+    converter.register_structure_hook(TableStyle, tables)
     return converter
 
 
