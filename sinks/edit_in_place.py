@@ -34,7 +34,16 @@ sent again after its predecessors.
 
 from __future__ import annotations
 
-__all__ = ("EditInPlaceDelivery", "Preview", "edit_flush", "edit_previews", "editing_sink", "snapshot")
+__all__ = (
+    "EditInPlaceDelivery",
+    "Preview",
+    "edit_flush",
+    "edit_previews",
+    "editing_sink",
+    "flushed",
+    "snapshot",
+    "through_lane",
+)
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -109,6 +118,10 @@ class Preview(Segment):
     abandoned: bool = False
     """The stream ended with its text discarded (an interrupt, an internal stop): the previews
     stay as shown, and the delivery reports them as what reached Discord."""
+    lane: Operator[Segment, Segment] | None = attrs.field(default=None, eq=False, repr=False)
+    """The delivery stages between ``flush`` and ``deliver`` (clean, user stages), which the
+    preview's text passes when it is sent (``rxcord.sinks.preview_lane``); ``None``: stage 06
+    alone, as ``snapshot`` runs it."""
 
 
 def snapshot(deltas: Sequence[str], config: StreamConfig) -> str:
@@ -119,16 +132,33 @@ def snapshot(deltas: Sequence[str], config: StreamConfig) -> str:
     partial tag and an unclosed reasoning block stay held, so a preview never shows an open
     fence or reasoning. The cost is linear in the text, paid once per edit actually sent.
     """
+    cleaner = SegmentCleaner(config)
+    return "".join(piece.text for segment in flushed(deltas, config) for piece in cleaner.feed(segment))
+
+
+def flushed(deltas: Sequence[str], config: StreamConfig) -> list[Segment]:
+    """Stage 05's visible ``TEXT`` segments if the stream ended gracefully after *deltas* (not cleaned)."""
     flusher = Flusher(config)
     flusher.push("".join(deltas))
-    cleaner = SegmentCleaner(config)
-    pieces = (
-        piece.text
-        for segment in flusher.flush(final=False)
-        if segment.kind is SegmentKind.TEXT
-        for piece in cleaner.feed(segment)
-    )
-    return "".join(pieces)
+    return [segment for segment in flusher.flush(final=False) if segment.kind is SegmentKind.TEXT]
+
+
+def through_lane(preview: Preview, lane: Operator[Segment, Segment], config: StreamConfig) -> Observable[str]:
+    """The text *preview* shows after *lane*: its ``flushed`` segments through it, ``TEXT`` joined.
+
+    Lazy and subscribed once per preview sent, so the lane's stages start afresh on the
+    preview's text, as they would on a stream that ended there.
+    """
+
+    def pieces(_: abc.SchedulerBase) -> Observable[Segment]:
+        return reactivex.from_iterable(flushed(preview.deltas[: preview.count], config))
+
+    made: Observable[list[Segment]] = reactivex.defer(pieces).pipe(lane, ops.to_list())
+    return made.pipe(ops.map(_visible_text))
+
+
+def _visible_text(segments: list[Segment]) -> str:
+    return "".join(segment.text for segment in segments if segment.kind is SegmentKind.TEXT)
 
 
 def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
@@ -253,12 +283,18 @@ class EditInPlaceDelivery:
                 return from_coro(_Apply(self, Segment(kind=SegmentKind.TEXT), final=True))
             if not self._grown(item):
                 return reactivex.just(Delivery())
+            if item.lane is not None:  # the text as the delivery stages make it, then the edit
+                return through_lane(item, item.lane, self.config).pipe(ops.flat_map(self._show))
             return from_coro(_Apply(self, item, final=False))
         if item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
             return reactivex.just(Delivery(segment=item))
         if self.stopped is not None:
             return reactivex.just(self._report() if item.kind is SegmentKind.TEXT else Delivery(segment=item))
         return from_coro(_Apply(self, item, final=True))
+
+    def _show(self, text: str) -> Observable[Delivery]:
+        """An intermediate edit showing *text* (a preview's, through its lane)."""
+        return from_coro(_Apply(self, _text(text), final=False))
 
     def merge(
         self, first: Segment | TypingPulse, second: Segment | TypingPulse
@@ -470,6 +506,10 @@ class EditInPlaceDelivery:
         _log.warning("edit delivery stopped: {kind}", kind=kind.value)
         if self.stops is not None:
             self.stops.on_next(StopSignal(kind, "delivery"))
+
+
+def _text(text: str) -> Segment:
+    return Segment(kind=SegmentKind.TEXT, text=text)
 
 
 def _content(message: SentMessage) -> str:

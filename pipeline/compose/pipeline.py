@@ -78,6 +78,7 @@ from rxcord.operators.verbatim_tools import verbatim_tools
 from rxcord.providers.base import ProviderAdapter
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.edit_in_place import edit_flush
+from rxcord.sinks.preview_lane import around_previews
 
 Send = Callable[[Segment | TypingPulse], Observable[Delivery]]
 """Delivers one segment or typing pulse (stage 07)."""
@@ -270,7 +271,18 @@ class Pipeline:
         taps: dict[str, Operator[Any, Any]] = {}
         if timeline is not None:
             taps = {"flush": timeline.segment_tap(FLUSH), "clean": timeline.segment_tap(CLEAN)}
-        return _compose(self.delivery, context, taps)
+        parts = _edit_parts(self.delivery) if context.config.delivery is DeliveryMode.EDIT else None
+        if parts is None:
+            return _compose(self.delivery, context, taps)
+        # Edit mode: previews go around the stages between flush and deliver, carrying them as
+        # their lane, so each preview the delivery sends passes them (rxcord.sinks.preview_lane).
+        head, middle, tail = parts
+        lane = _compose([stage for stage in middle if stage.name != "typing"], context, {})
+        around = around_previews(_compose(middle, context, taps), lane)
+        composed: Operator[StreamState, Delivery] = reactivex.compose(
+            _compose(head, context, taps), around, _compose(tail, context, taps)
+        )
+        return composed
 
 
 def _as_stage(stage: Stage | str, operator: Operator[Any, Any] | None) -> Stage:
@@ -279,6 +291,17 @@ def _as_stage(stage: Stage | str, operator: Operator[Any, Any] | None) -> Stage:
     if operator is None:
         raise TypeError("insert a Stage, or a name and an operator")
     return Stage.of(stage, operator)
+
+
+def _edit_parts(stages: tuple[Stage, ...]) -> tuple[tuple[Stage, ...], ...] | None:
+    """*stages* cut after ``flush`` and before ``deliver``; ``None`` without both, in that order."""
+    names = [stage.name for stage in stages]
+    if "flush" not in names or "deliver" not in names:
+        return None
+    start, end = names.index("flush") + 1, names.index("deliver")
+    if start > end:
+        return None
+    return stages[:start], stages[start:end], stages[end:]
 
 
 def _last_of_stage03(stages: Sequence[Stage]) -> str:

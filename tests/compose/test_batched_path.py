@@ -29,6 +29,7 @@ from rxcord.core.types import (
     DeliveryMode,
     ProcessedChunk,
     RawStreamChunk,
+    SegmentKind,
     StopKind,
 )
 from rxcord.io.replay import Chunking, ReplayServer
@@ -147,6 +148,24 @@ def test_a_user_operator_anywhere_sees_one_chunk_at_a_time(point: str) -> None:
     new = _run(path, groups, batched=True, mode=DeliveryMode.LIVE, pipeline=spied)
     assert new == old
     assert seen and not any(isinstance(item, Batch) for item in seen)
+
+
+@pytest.mark.parametrize("point", ["flush", "clean", "typing"])
+@pytest.mark.parametrize("mode", [DeliveryMode.EDIT, DeliveryMode.LIVE, DeliveryMode.AGGREGATED])
+def test_a_user_stage_in_delivery_gives_the_same_result_batched_or_not(
+    point: str, mode: DeliveryMode
+) -> None:
+    """A stage between flush and deliver (edit mode takes previews around it): both paths agree."""
+    path = CAPTURES / "custom" / "think_stray_closer.sse"
+    groups = _groups(RAWS[path], [2, 5])
+    seen: list[object] = []
+    spied = Pipeline.default().insert_after(point, _spy(seen))
+    old = _run(path, groups, batched=False, mode=mode, pipeline=spied)
+    count = len(seen)
+    new = _run(path, groups, batched=True, mode=mode, pipeline=spied)
+    assert new == old
+    assert count > 0 and len(seen) == 2 * count
+    assert not any(getattr(item, "kind", None) is SegmentKind.PREVIEW for item in seen)
 
 
 @pytest.mark.parametrize("path", SSE, ids=_IDS)
