@@ -1076,9 +1076,22 @@ class ChatCompletionsAdapter:
         return chunk_error(raw, provider=self.name)
 
     def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
-        """Never: Chat Completions ends with ``data: [DONE]``, which the transport reads itself."""
-        return False
+        """A choice's ``finish_reason`` ends the stream (``data: [DONE]`` is read by the transport).
+
+        Some OpenAI-compatible servers close after the finish reason without ``[DONE]``: the
+        answer is whole (only a trailing usage chunk can be missing), so that is a clean end.
+        """
+        return any(_finish_reason_seen(raw.data) for raw in chunks)
 
     def describe_error(self, error: ProviderError) -> str:
         """The error embed's text (a model_error keeps the supported model ids)."""
         return describe_error(error, provider=self.name)
+
+
+def _finish_reason_seen(data: object) -> bool:
+    if not isinstance(data, Mapping):
+        return False
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        return False
+    return any(isinstance(choice, Mapping) and choice.get("finish_reason") for choice in choices)

@@ -78,6 +78,17 @@ WIRES: list[tuple[str, ProviderAdapter, bytes, bytes]] = [
     ("google", GoogleAdapter(), _capture("google/text.sse"), _GEMINI_NOTHING),
 ]
 IDS = [wire[0] for wire in WIRES]
+CHAT_WIRES = {"openai", "openrouter", "nvidia", "custom"}
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_WIRES))
+async def test_a_chat_stream_closed_after_its_finish_reason_ends_cleanly(name: str) -> None:
+    """Some OpenAI-compatible servers close after ``finish_reason`` without ``[DONE]``: a clean end."""
+    adapter = next(wire[1] for wire in WIRES if wire[0] == name)
+    async with ReplayServer(body=_without_last_event(CHAT_FULL)) as server:
+        chunks, stats = await _run(server, adapter)
+    assert _codes(chunks) == [] and stats.attempts == 1
+    assert _texts(adapter, chunks) == "Hello world"
 
 
 async def _run(
@@ -117,6 +128,8 @@ async def test_a_cut_at_an_event_boundary_after_content_is_truncated_stream(
 ) -> None:
     """Closed cleanly between two events, before the marker: the text so far, then truncated_stream."""
     cut = _without_last_event(body)
+    if name in CHAT_WIRES:  # the finish reason ends a Chat Completions stream too: cut before it
+        cut = _without_last_event(cut)
     async with ReplayServer(body=cut) as server:
         chunks, stats = await _run(server, adapter)
     [code] = _codes(chunks)
