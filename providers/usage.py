@@ -169,6 +169,7 @@ def clamp_usage(usage: Usage) -> Usage:
         cache_read_tokens=read,
         cache_write_tokens=write,
         cost=usage.cost,
+        estimated=usage.estimated,
     )
 
 
@@ -267,7 +268,7 @@ def sum_turn_usage(segments: Iterable[Usage | None]) -> Usage | None:
 
     Segments without usage are skipped. A cache field or the cost is kept only
     when every segment with usage reported it (otherwise the sum would look
-    exact while missing a part).
+    exact while missing a part). The sum is ``estimated`` when any part is.
 
     Returns:
         ``None`` when no segment reported usage.
@@ -287,6 +288,7 @@ def sum_turn_usage(segments: Iterable[Usage | None]) -> Usage | None:
             cache_read_tokens=total_of([segment.cache_read_tokens for segment in reported]),
             cache_write_tokens=total_of([segment.cache_write_tokens for segment in reported]),
             cost=None if any(cost is None for cost in costs) else sum(cost or 0.0 for cost in costs),
+            estimated=any(segment.estimated for segment in reported),
         )
     )
 
@@ -455,13 +457,14 @@ def turn_usage_sample(
     "response-review ledgers supply accounting when present; otherwise stream segments supply
     it"), labelled ``estimated`` when any entry is. Otherwise a response without usage is
     estimated from its output text (input unknown: counted 0), and the sample is then labelled
-    ``estimated``. ``None`` for a turn with no response and no ledger entry.
+    ``estimated``, as it is when a response's usage is itself an estimate (``Usage.estimated``:
+    a stopped stream's). ``None`` for a turn with no response and no ledger entry.
     """
     if ledger is not None and ledger.entries:
         return _ledger_sample(provider, model, ledger.entries)
     if not responses:
         return None
-    estimated = any(usage is None for usage, _ in responses)
+    estimated = any(usage is None or usage.estimated for usage, _ in responses)
     total = sum_turn_usage(usage if usage is not None else _estimate(text) for usage, text in responses)
     assert total is not None
     return TurnUsageSample(

@@ -73,6 +73,10 @@ class DiscordDelivery:
     """Messages planned so far (numbers the nonces; the first carries the reply)."""
     delivered: int = 0
     """Messages Discord accepted."""
+    held: list[SentMessage] = attrs.field(factory=list)
+    """Every message Discord accepted, in order: what the channel holds of this stream (this
+    delivery never edits or deletes). Read when a kill disposed a send's ``Delivery`` before
+    it was reported, so that ``StreamResult.messages`` still lists what stays in Discord."""
     typing_calls: int = 0
     stopped: StopKind | None = None
     timeline: Timeline | None = None
@@ -277,6 +281,7 @@ class DiscordDelivery:
                 await self._rate_limit_notice()
             raise
         self.delivered += 1
+        self.held.append(sent)
         if start is not None and timeline is not None:
             detail = f"message {self.delivered}: {len(payload.get('content') or '')} chars"
             timeline.record(DELIVERY, "send", detail, t=start, duration=timeline.now() - start)

@@ -22,10 +22,12 @@ import aiohttp
 import attrs
 from loguru import logger
 from reactivex import Observable
+from reactivex import operators as ops
 from rxcord.compose.accounting import abandon, begin_hold, denied_result, model_of, settle
 from rxcord.compose.chain import build_chain
 from rxcord.compose.notices import post_notice, stream_notice
 from rxcord.compose.pipeline import Pipeline
+from rxcord.compose.stopped import estimated_usage, held_messages
 from rxcord.core.config import Guards, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.redact import Redactor, credentials_in
@@ -134,7 +136,7 @@ def build_stream(
         )
     if nonce_prefix:
         delivery.nonce_prefix = nonce_prefix
-    return build_chain(
+    chain = build_chain(
         source,
         normalizer=job.adapter.new_normalizer,
         config=job.config,
@@ -150,6 +152,13 @@ def build_stream(
         batched=True,
         redactor=redactor,  # the text stream too: a key echoed across deltas or \u-escaped
     )
+    # A kill can dispose a send's report: the delivery's own record says what Discord holds.
+    held = delivery.shown if isinstance(delivery, EditInPlaceDelivery) else delivery.held
+
+    def reconcile(result: StreamResult) -> StreamResult:
+        return held_messages(result, held)
+
+    return chain.pipe(ops.map(reconcile))
 
 
 def _request_guards(job: StreamJob) -> Guards:
@@ -216,7 +225,7 @@ async def run_stream(
                 # An exception, a cancellation or a kill of the awaiting task: the hold never leaks.
                 abandon(hold, sent=bool(counters.bodies_sent))
                 raise
-            result = results[-1]
+            result = estimated_usage(results[-1], job.request.body, sent=bool(counters.bodies_sent))
             if result.error is not None:
                 result = attrs.evolve(result, error=stream_redactor(job).error(result.error))
             settle(

@@ -292,6 +292,10 @@ class Usage:
     cache_write_tokens: int | None = None
     cost: float | None = None
     """Cost the provider reported (never an estimate)."""
+    estimated: bool = False
+    """The provider reported nothing: the tokens are estimated (about four characters a token,
+    ``rxcord.compose.stopped``), as for a stream stopped, interrupted or killed before its usage
+    arrived. A sum with one estimated part is estimated."""
 
 
 # The two per-chunk types below are attrs frozen classes with a hand-written ``__init__``
