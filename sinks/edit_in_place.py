@@ -20,6 +20,11 @@ What llmcord users know, built so that it can never show something the other mod
   merged into the latest one, so the number of edits follows the bucket, not the chunk rate.
   The preview text is joined only when an edit is actually sent.
 
+* **Through the user's stages.** In a pipeline, previews go around the stages between
+  ``flush`` and ``deliver`` and carry them (``Preview.lane``, ``rxcord.sinks.preview_lane``);
+  a preview that is sent has its text run through them first (``through_lane``), so clean,
+  mentions, render modifiers and user stages see every create and every edit.
+
 A graceful stop flushes (the final edit is the text so far); a follow-up interrupt or a kill
 leaves the last preview as it was shown and sends nothing more. Whatever ends the stream, the
 result lists the messages as the channel shows them (a kill: none).

@@ -24,6 +24,30 @@ Default stages, in order::
                idle_timeout  stop_gate  accumulate                   (04)
     delivery:  flush (05)  clean (06)  typing (04)  deliver (07)
 
+The type at each named point (what a stage inserted there receives and must emit; the
+same table, with the producing modules, is docs/stage-types.md)::
+
+    point            receives                            emits
+    normalize        RawStreamChunk (or a Batch)         ProcessedChunk
+    redact_secrets .. speaker_guard                      ProcessedChunk -> ProcessedChunk
+    idle_timeout     ProcessedChunk                      ProcessedChunk (an error chunk on silence)
+    stop_gate        ProcessedChunk                      ProcessedChunk, then a StopSignal on a stop
+    accumulate       ProcessedChunk or StopSignal        StreamState (one per chunk)
+    flush            StreamState                         Segment
+    clean            Segment                             Segment
+    typing           Segment                             Segment or TypingPulse
+    deliver          Segment or TypingPulse              Delivery
+
+A user stage after ``accumulate`` gets ``StreamState`` s, after ``flush`` or ``clean``
+``Segment`` s, after ``typing`` segments and ``TypingPulse`` s. In edit mode
+(``DeliveryMode.EDIT``) the same holds: ``flush`` also emits ``Preview`` markers (a
+``Segment`` of kind ``PREVIEW``, text computed only when sent), which go *around* the
+stages between ``flush`` and ``deliver`` and carry them as their lane: each preview the
+delivery actually sends has its text, as ``TEXT`` segments, run through those stages (the
+typing heartbeat left out), so a stage there sees the text of every create and every edit,
+and never a marker (``rxcord.sinks.preview_lane``). The lane is subscribed afresh per
+preview sent: its stages keep per-subscription state, as the architecture requires.
+
 A stage is built per stream from a ``StageContext`` (the stream's config, stop
 subjects, send function...). A stage that has nothing to do for a stream (no
 prefill, no speaker names, no exposed tools) builds to ``None`` and is left out,
