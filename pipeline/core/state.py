@@ -105,19 +105,36 @@ class Delivery:
 
 @attrs.frozen(kw_only=True)
 class StreamResult:
-    """The outcome of one stream (the seed's ``StreamResult``)."""
+    """The outcome of one stream (the seed's ``StreamResult``).
+
+    Two texts, read by the names that say which is which:
+
+    * ``generated_text`` (the field ``visible_text``): what the model generated, as stage 03
+      emitted it, before stage 06's cleaning (mentions, render modifiers) and before any
+      user stage between ``flush`` and ``deliver`` (a moderation filter) changed it.
+    * ``discord_text`` (the field ``accumulated_text``): what Discord holds, the contents of
+      ``messages`` as sent (cleaned, filtered, cut short by a stop or a cap).
+
+    ``messages`` are the messages left in Discord, in order, also after a kill or an interrupt
+    (``rxcord.compose.stopped``). ``usage`` is the provider's report, or an estimate flagged
+    ``Usage.estimated`` when a stop ended the stream before the report came. The fields keep
+    their names (the constructor, cattrs and ``rxcord replay --json`` use them); the two
+    properties are the names to read in new code.
+    """
 
     status: StreamStatus
     accumulated_text: str = ""
-    """Text that reached Discord (after cleaning), concatenated: the delivered text.
+    """Text that reached Discord (after cleaning and user stages), concatenated: what Discord
+    holds (read it as ``discord_text``).
 
     A segment a stop cut short counts with the messages that were sent (their contents,
     joined by newlines), so a reply stopped by ``send_message_limit`` reports only what
     Discord accepted.
     """
     visible_text: str = ""
-    """Visible text as stage 03 emitted it, routed before the stream ended, concatenated: the
-    generated text. It differs from ``accumulated_text`` when a stop, a cap or a Discord refusal
+    """Visible text as stage 03 emitted it, routed before the stream ended, concatenated: what
+    the model generated (read it as ``generated_text``; "visible" as opposed to reasoning, not
+    as what Discord shows). It differs from ``accumulated_text`` when a stop, a cap or a Discord refusal
     kept some of it from Discord (and by cleaning: mentions, render modifiers)."""
     reasoning: str | None = None
     """All reasoning text (raw and summary), concatenated; ``None`` when there was none."""
@@ -136,11 +153,22 @@ class StreamResult:
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
     messages: tuple[SentMessage, ...] = ()
-    """Discord messages sent, in order."""
+    """The Discord messages the reply left, in order (after a kill or an interrupt too: the
+    delivery's record of what Discord accepted)."""
     chunk_count: int = 0
     """Processed chunks routed."""
     request_id: str | None = None
     """The provider's identity of the response (``chatcmpl-...``, ``gen-...``, ``msg_...``), when sent."""
+
+    @property
+    def generated_text(self) -> str:
+        """What the model generated (stage 03's visible text): the field ``visible_text``."""
+        return self.visible_text
+
+    @property
+    def discord_text(self) -> str:
+        """What Discord holds of the reply (the contents of ``messages``): the field ``accumulated_text``."""
+        return self.accumulated_text
 
 
 @attrs.frozen

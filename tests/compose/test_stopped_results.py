@@ -321,3 +321,38 @@ def test_prompt_text_skips_inline_files_and_links() -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, image]}]}
     assert prompt_chars(body) == len("user" + "text" + "hi" + "image_url")
     assert prompt_chars({"contents": [{"parts": [inline, {"text": "hey"}]}]}) == len("image/png" + "hey")
+
+
+# ------------------------------------------------------------------------------------- the names
+
+
+@pytest.mark.parametrize("mode", list(DeliveryMode))
+async def test_generated_text_is_the_models_and_discord_text_is_the_channels(mode: DeliveryMode) -> None:
+    """A filter between ``flush`` and ``deliver`` changes the text: ``generated_text`` is what the
+    model wrote, ``discord_text`` what the channel holds; the old field names read the same."""
+    from reactivex import operators as ops
+    from rxcord.compose.pipeline import Pipeline
+    from rxcord.core.state import Segment
+
+    def censor(segment: Segment) -> Segment:
+        import attrs
+
+        return attrs.evolve(segment, text=segment.text.replace("rain", "****"))
+
+    pipeline = Pipeline.default().insert_after("flush", "censor", ops.map(censor))
+    sink = MemorySink()
+    async with _provider(_done("The rain falls softly."), hold=False) as base_url:
+        result = await stream_to_discord(
+            OpenAIAdapter(),
+            REQUEST,
+            sink=sink,
+            base_url=base_url,
+            api_key="k",
+            context=StreamContext(channel_id="1"),
+            config=_config(mode),
+            transport=LOCAL,
+            pipeline=pipeline,
+        )
+    assert result.generated_text == result.visible_text == "The rain falls softly."
+    assert result.discord_text == result.accumulated_text
+    assert result.discord_text.strip() == "\n".join(sink.contents) == "The **** falls softly."
