@@ -113,6 +113,23 @@ async def test_kill_aborts_without_a_flush(world: World) -> None:
 
 
 @pytest.mark.timeout(120)
+async def test_kill_in_edit_mode_reports_the_messages_left_in_the_channel(world: World) -> None:
+    """The preview stays in Discord after /kill: the turn's result lists it (it listed none)."""
+    world.provider.pace = 0.05  # the kill lands long before a second message is needed
+    bot = await world.bot(world.config(mode="edit"))
+    await world.say(GENERAL, f"{_me(bot)} slow")
+    await eventually(lambda: bool(world.bot_messages(GENERAL)), what="the preview")
+    await world.command(GENERAL, "kill")
+    await idle(bot)
+    assert _status(bot, 0) is StreamStatus.KILLED
+    turn = bot.finished[0].result
+    assert turn is not None
+    held = [m["id"] for m in world.bot_messages(GENERAL)]
+    assert held and [m.message_id for m in turn.result.messages] == held
+    assert turn.usage is not None and turn.usage.estimated and turn.usage.input_tokens > 0
+
+
+@pytest.mark.timeout(120)
 async def test_two_channels_stream_at_once_without_crossing(world: World) -> None:
     world.provider.pace = 0.01
     bot = await world.bot(world.config(mode="live"))
