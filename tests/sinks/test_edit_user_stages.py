@@ -25,9 +25,9 @@ from rxcord.sinks.preview_lane import around_previews
 from tests.chain_harness import TextFeed
 from tests.sinks.test_edit_in_place import EditRecorder
 
-_DELTAS = [f"word{i} bad " for i in range(60)] + ["end"]
-"""About 600 characters (one message); the last delta is too small for a preview of its own,
-so the final text differs from the last preview and is an edit too."""
+_DELTAS = [f"word{i} bad " for i in range(60)] + ["end <"]
+"""About 600 characters (one message). It ends on what may start a tag, which a preview holds
+back and the final text shows: the final text differs from every preview, so it is an edit too."""
 
 
 class Moderation:
@@ -189,3 +189,44 @@ def test_a_memory_sink_aggregated_run_sends_one_filtered_message() -> None:
     assert isinstance(sink, MemorySink)
     assert moderation.calls == 1
     assert sink.contents == ["".join(_DELTAS).replace("bad", "***").strip()]
+
+
+def test_a_slow_user_stage_keeps_the_final_text_last() -> None:
+    """An asynchronous stage after clean (a moderation call): every edit filtered, the final
+    text is the one left, and the previews' deletion marker waits for the stage."""
+    moderation = Moderation()
+    slow = reactivex.compose(ops.delay(0.002), ops.map(moderation))
+    sink, result = asyncio.run(
+        _run(DeliveryMode.EDIT, Pipeline.default().insert_after("clean", "slow", slow))
+    )
+    assert result.status is StreamStatus.COMPLETED
+    assert sink.edit_calls > 0
+    # A preview that went around the delayed final segment may show all the deltas; the final
+    # text still differs (the held "<", see _DELTAS), so it is an edit and the count is exact.
+    assert moderation.calls == len(sink.contents) + sink.edit_calls
+    assert sink.visible() == ["".join(_DELTAS).replace("bad", "***").strip()]
+    assert all("bad" not in content for content in sink.shown)
+    assert not sink.deleted  # the end marker did not overtake the final text
+
+
+def test_a_final_text_cleaned_to_nothing_deletes_the_previews_behind_a_slow_stage() -> None:
+    """Previews showed "Assistant"; the final text cleans to nothing: the closing marker comes
+    after the (delayed, empty) final text and the messages are deleted."""
+    config = StreamConfig(delivery=DeliveryMode.EDIT, typing_interval=0)
+    sink = EditRecorder()
+    delivery = EditInPlaceDelivery(sink=sink, context=StreamContext(), config=config)
+    handle = StopHandle("1")
+    chain = build_chain(
+        _source(list("Assistant: ")),
+        normalizer=TextFeed,
+        config=config,
+        stops=handle.signals,
+        stop_sink=handle.subject,
+        send=delivery.send,
+        merge=delivery.merge,
+        pipeline=Pipeline.default().insert_after("clean", "slow", ops.delay(0.002)),
+    )
+    asyncio.run(drain(chain))
+    assert sink.shown  # a preview was shown
+    assert sink.visible() == []
+    assert sink.deleted
