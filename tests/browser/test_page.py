@@ -222,7 +222,10 @@ def test_live_stream_appears_in_order_while_it_runs(
     browser: webdriver.Chrome, emulator: DiscordEmulator, server_thread: ServerThread
 ) -> None:
     channel = channel_of(emulator, 1)
-    paragraphs = [f"Part {n}: **step {n}** of the answer, with `code {n}`.\n\n" for n in range(1, 7)]
+    # Each paragraph is long enough that the first three pass the think-tag start window
+    # (256 characters held on OpenAI-compatible adapters) before the provider pauses.
+    filler = "These words only make the paragraph long enough to leave the start window."
+    paragraphs = [f"Part {n}: **step {n}** of the answer, with `code {n}`. {filler}\n\n" for n in range(1, 7)]
     provider = GatedProvider(paragraphs[:3], paragraphs[3:])
     base_url = server_thread.run(provider.start())
     open_page(browser, emulator, channel)
