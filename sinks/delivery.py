@@ -277,8 +277,7 @@ class DiscordDelivery:
             self._stop(exc.stop_kind)
             return None
         except RateLimitError as exc:
-            if exc.budget_spent:  # the route is closed only briefly: the user learns why the reply stops
-                await self._rate_limit_notice()
+            await self.rate_limit_notice(exc)
             raise
         self.delivered += 1
         self.held.append(sent)
@@ -287,14 +286,19 @@ class DiscordDelivery:
             timeline.record(DELIVERY, "send", detail, t=start, duration=timeline.now() - start)
         return sent
 
-    async def _rate_limit_notice(self) -> None:
-        """The error notice after a message spent its 429 budget (best effort; the stream still fails)."""
-        if self.config.suppress_user_errors:
+    async def rate_limit_notice(self, error: RateLimitError) -> None:
+        """The error notice after a request spent its 429 budget (best effort; the stream still fails).
+
+        The one rule for every delivery mode (edit mode calls it too): posted only when *error*
+        spent its budget, as the route is then closed only briefly, so the user learns why the
+        reply stops; not after a ban (every route closed) nor with ``suppress_user_errors``.
+        """
+        if not error.budget_spent or self.config.suppress_user_errors:
             return
-        error = ProviderError(
+        notice = ProviderError(
             type=ErrorType.RATE_LIMIT, message=_RATE_LIMIT_NOTICE, retryable=False, status=429
         )
-        for payload in self.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error))):
+        for payload in self.payloads(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(notice))):
             try:
                 await self.sink.create_message(self.context, payload)
             except Exception as exc:  # the RateLimitError ends the stream either way

@@ -78,6 +78,7 @@ from rxcord.operators.timeline import Timeline
 from rxcord.sinks.base import DiscordSink, EditableSink
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.lookup import find_sent
+from rxcord.sinks.ratelimit import RateLimitError
 
 _log = logger.bind(stage="07-edit")
 
@@ -422,6 +423,9 @@ class EditInPlaceDelivery:
         except DiscordStopError as exc:
             self._stop(exc.stop_kind)
             return None
+        except RateLimitError as exc:
+            await self._rate_limited(exc)
+            raise
         if sent is None:
             return None
         self.shown.append(sent)
@@ -474,6 +478,9 @@ class EditInPlaceDelivery:
         except DiscordStopError as exc:
             self._stop(exc.stop_kind)
             return True
+        except RateLimitError as exc:
+            await self._rate_limited(exc)
+            raise
         except DiscordError as exc:
             if (exc.status, exc.code) != (404, _UNKNOWN_MESSAGE):
                 raise
@@ -482,6 +489,12 @@ class EditInPlaceDelivery:
         self.edits += 1
         self.shown[index] = attrs.evolve(current, payload={**current.payload, **body})
         return True
+
+    async def _rate_limited(self, error: RateLimitError) -> None:
+        """A create or an edit spent its 429 budget: the other modes' notice, after the messages shown."""
+        planner = self._planner()
+        planner.planned = len(self.shown)  # a new message: no reply reference, the nonces run on
+        await planner.rate_limit_notice(error)
 
     async def _gone(self, index: int) -> None:
         """Message *index* was deleted by someone else (404 / 10008 on its edit).
