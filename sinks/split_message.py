@@ -214,7 +214,7 @@ class _Splitter:
         messages: list[str] = []
         start = 0
         reopen = ""
-        while True:
+        while start < len(body):
             quoted = quote_from is not None and quote_from < start
             prefix = opening(quoted, body[start : start + 3], reopen)
             if len(prefix) + len(body) - start + len(tail_close) <= limit:
@@ -227,6 +227,11 @@ class _Splitter:
             else:
                 end, fence = self._hard_cut(start, budget)
                 following = end
+            if following <= start:
+                # No cut moves on (a fence marker longer than a message, so its close cannot
+                # fit): cut the text as it is, or the loop would never end.
+                end = following = self._plain_cut(start, budget)
+                fence = None
             piece = body[start:end]
             if fence is None:
                 piece = piece.rstrip()
@@ -234,6 +239,17 @@ class _Splitter:
             messages.append(prefix + piece + (fence.close if fence is not None else ""))
             reopen = fence.reopen(limit, self._header(following, fence)) if fence is not None else ""
             start = following
+        # Only a text whose unclosed fence has a close longer than a message ends here: its
+        # last message could not hold the close (a documented limit), the text is all sent.
+        return messages
+
+    def _plain_cut(self, start: int, budget: int) -> int:
+        """The latest grapheme boundary that fits, ignoring markdown (at least one character on)."""
+        body = self._body
+        cut = min(start + max(budget, 1), len(body))
+        while cut > start + 1 and not is_grapheme_boundary(body, cut, start):
+            cut -= 1
+        return cut
 
     def _block_beats(self, cut: Cut, start: int, budget: int) -> bool:
         """Whether a hard cut inside the fenced block that fills the message beats *cut*.
@@ -339,6 +355,10 @@ class _Splitter:
         # The whitespace run after the cut, skipped once: moving the cut back inside it keeps
         # its end (re-skipping a long run at every step would be quadratic).
         space_from = space_to = -1
+        # The first cut that only a fence run after it moved back: taken when every earlier one
+        # is refused too (a run of fence characters longer than a message), not a 1-character
+        # message per step through the run (a message per character is quadratic work).
+        first = -1
         while True:
             while cut > floor and not is_grapheme_boundary(body, cut, start):
                 cut -= 1
@@ -359,9 +379,14 @@ class _Splitter:
                     space_to = _skip_space(body, cut)
                 space_from = cut
                 following = space_to
-                if body[following - 1] == "\n" or not _FENCE_RUN.match(body, following):
+                # (Three characters decide it: matching the whole run each step is quadratic.)
+                if body[following - 1] == "\n" or not _FENCE_RUN.match(body, following, following + 3):
                     break
+                if first < 0:
+                    first = cut
             cut -= 1
+        if cut <= floor < first:
+            cut = first
         return cut, fence
 
 

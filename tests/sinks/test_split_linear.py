@@ -37,7 +37,8 @@ MODULES = (split_module, markdown_scan, md_tokens, md_cuts, cut_policy, grapheme
 def _work(text: str) -> int:
     messages: list[str] = []
     work = count_work(lambda: messages.extend(split_message(text, LIMIT)), *MODULES)
-    assert len(messages) > 1 or "|" in text  # a table is held whole: one message
+    # A table is held whole (one message); a run of backticks alone is fence lines only (none).
+    assert len(messages) > 1 or "|" in text or not text.strip("`")
     return work
 
 
@@ -141,3 +142,18 @@ def test_coalescing_a_long_queue_merges_bounded_texts() -> None:
     assert 1 < len(merged) < len(queue) // 8
     assert all(len(s.text) < MERGE_MESSAGES * limit + longest for s in merged)
     assert "".join(s.text for s in merged) == "".join(s.text for s in queue)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["`" * 5000, "intro " + "`" * 5000 + " outro", "`" * 3000 + "\ncode\n" + "`" * 3000 + "\nafter"],
+    ids=["run", "run-in-prose", "long-open-and-close"],
+)
+def test_a_fence_marker_longer_than_a_message_ends(text: str) -> None:
+    """A fence marker whose close cannot fit a message (the old splitter looped forever on it): the
+    split ends, every message fits, and the text other than fence lines is sent."""
+    messages = split_message(text, LIMIT)
+    assert all(0 < len(message) <= LIMIT for message in messages)
+    words = [word for word in ("intro", "outro", "code", "after") if word in text]
+    sent = "".join(messages)
+    assert all(word in sent for word in words)
