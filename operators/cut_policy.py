@@ -32,8 +32,8 @@ Joining
     (```` ``````python ````).
 
 Well-formed pieces
-    A piece that holds nothing but fence lines and whitespace is not sent
-    (``is_blank_piece``): an empty block says nothing.
+    A piece that is an empty block (whitespace and at most two fence lines) is
+    not sent (``is_blank_piece``): an empty block says nothing.
 """
 
 from __future__ import annotations
@@ -199,10 +199,21 @@ _FENCE_LINE: Final = re.compile(r"[ \t]*(?:>>>[ \t]+)?(?:`{3,}|~{3,})[^\s`]*[ \t
 
 
 def is_blank_piece(text: str) -> bool:
-    """Whether *text* holds nothing but fence lines and whitespace (not worth a message)."""
+    """Whether *text* is an empty block: whitespace and at most two fence lines (not worth a message).
+
+    A third fence line is the block's content (a fence run longer than a message, cut into
+    pieces inside its block), which is kept: dropping it would lose text.
+    """
     if "`" not in text and "~" not in text:
         return not text.strip()
-    return all(not line.strip() or _FENCE_LINE.fullmatch(line) for line in text.split("\n"))
+    fences = 0
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        if not _FENCE_LINE.fullmatch(line):
+            return False
+        fences += 1
+    return fences <= 2
 
 
 _TABLE_RULE: Final = re.compile(r"-+(?:-\+-+)*")

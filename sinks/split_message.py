@@ -359,6 +359,7 @@ class _Splitter:
         # is refused too (a run of fence characters longer than a message), not a 1-character
         # message per step through the run (a message per character is quadratic work).
         first = -1
+        refused = 0
         while True:
             while cut > floor and not is_grapheme_boundary(body, cut, start):
                 cut -= 1
@@ -372,6 +373,16 @@ class _Splitter:
             if fence is not None:
                 # Inside a block, the line cut in two must not read as its closing line in either piece.
                 if not _closes(body, cut, fence, start, start + budget + self._limit):
+                    break
+                # A line that is a fence run for longer than CLOSE_STEPS characters: every cut
+                # in it reads as a closing line, and stepping back through it one character a
+                # step (and a message per character) is quadratic. Take the latest cut instead:
+                # nothing is lost, only that run may render as a fence line.
+                if first < 0:
+                    first = cut
+                refused += 1
+                if refused > CLOSE_STEPS:
+                    cut = first
                     break
             else:
                 # A fence run from the middle of a line would open a block in the next message.
@@ -388,6 +399,11 @@ class _Splitter:
         if cut <= floor < first:
             cut = first
         return cut, fence
+
+
+# How many cuts inside a block may be refused for leaving a closing fence line before the
+# latest one is taken anyway (a fence run longer than this inside a block line).
+CLOSE_STEPS = 64
 
 
 def _all_space(body: str, a: int, b: int) -> bool:
