@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,17 +70,26 @@ def test_without_a_base_url_a_custom_endpoint_is_an_input_error(adapter: Provide
 def test_declarations_are_data(adapter: ProviderAdapter) -> None:
     assert isinstance(adapter.guards, Guards)
     assert isinstance(adapter.policy, DegradationPolicy)
-    assert adapter.guards == adapter.guards  # stable values, not fresh state
+    # Stable values, not fresh state: a second adapter of the same name declares the same
+    # guards, and the declaration cannot be changed in place by one stream's caller.
+    assert default_registry().create(adapter.name).guards == adapter.guards
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        adapter.guards.think_tags = not adapter.guards.think_tags  # type: ignore[misc]
 
 
 @ADAPTERS
 def test_every_normalizer_is_per_stream_and_finishes(adapter: ProviderAdapter) -> None:
     first, second = adapter.new_normalizer(), adapter.new_normalizer()
     assert first is not second
-    assert list(first.finish()) is not None
-    transducer = stage03(adapter)()
-    out = list(transducer.finish())
+    # An empty body is never a quiet success: it finishes with one typed error chunk, and
+    # finishing one normalizer leaves the other untouched (it finishes the same way).
+    for normalizer in (first, second):
+        ends = list(normalizer.finish())
+        assert [chunk.type for chunk in ends] == [ChunkType.ERROR]
+        assert ends[0].error is not None and ends[0].error.code == "unrecognized_response"
+    out = list(stage03(adapter)().finish())
     assert all(isinstance(chunk, ProcessedChunk) for chunk in out)
+    assert [chunk.type for chunk in out] == [ChunkType.ERROR]
 
 
 @ADAPTERS
