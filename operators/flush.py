@@ -595,11 +595,8 @@ class Flusher:
     def _pictured(self, rendered: str) -> bool:
         """Whether a table (its monospace *rendered* block) is sent as a picture (``StreamConfig.tables``)."""
         config = self.config
-        return (
-            config.tables is TableStyle.PICTURE
-            and config.delivery is not DeliveryMode.EDIT
-            and inline_width(rendered) > INLINE_WIDTH
-        )
+        # Every mode alike: edit mode commits the text before a picture and edits the text after.
+        return config.tables is TableStyle.PICTURE and inline_width(rendered) > INLINE_WIDTH
 
     def _take(self) -> list[Segment]:
         out = self._out

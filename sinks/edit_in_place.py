@@ -3,8 +3,8 @@
 What llmcord users know, built so that it can never show something the other modes would not:
 
 * **The final text is the aggregated text.** In edit mode stages 05 and 06 run exactly as in
-  aggregated mode (they only special-case ``LIVE``), so the stream's last ``TEXT`` segment is
-  the one aggregated delivery would send; ``EditInPlaceDelivery`` plans its messages with the
+  aggregated mode (they only special-case ``LIVE``), so the stream's final segments are the
+  ones aggregated delivery would send; ``EditInPlaceDelivery`` plans its messages with the
   same ``DiscordDelivery.payloads`` and edits (or creates) the messages to match them exactly.
   Messages a preview created that the final text does not need are deleted.
 * **Previews are snapshots of the final text.** ``edit_previews`` emits one ``Preview`` per
@@ -19,6 +19,12 @@ What llmcord users know, built so that it can never show something the other mod
   wait on the edit route's bucket, discovered by the sink's limiter like any other) are
   merged into the latest one, so the number of edits follows the bucket, not the chunk rate.
   The preview text is joined only when an edit is actually sent.
+
+* **Tables as the other modes deliver them.** A table sent as a picture (``StreamConfig.tables``)
+  cuts the text, in the previews as in the final text: the first preview holding it complete
+  (or the final text) settles the text before it and commits it (never edited again), posts
+  the picture as its own message (``DiscordDelivery.payloads``), and the text after it grows
+  in new messages. Final segments a preview already delivered are reported, not sent again.
 
 * **Through the user's stages.** In a pipeline, previews go around the stages between
   ``flush`` and ``deliver`` and carry them (``Preview.lane``, ``rxcord.sinks.preview_lane``);
@@ -46,6 +52,8 @@ __all__ = (
     "edit_previews",
     "editing_sink",
     "flushed",
+    "lane_segments",
+    "preview_segments",
     "snapshot",
     "through_lane",
 )
@@ -93,6 +101,9 @@ _UNKNOWN_MESSAGE: Final = 10008
 
 _GROWTH_CAP: Final = 400
 """A preview is sent once the text grew by a sixteenth, or by this many characters."""
+
+_SHOWN: Final = (SegmentKind.TEXT, SegmentKind.TABLE)
+"""What a preview shows: text and tables sent as pictures."""
 
 
 def editing_sink(sink: DiscordSink) -> EditableSink:
@@ -143,14 +154,30 @@ def snapshot(deltas: Sequence[str], config: StreamConfig) -> str:
 
 
 def flushed(deltas: Sequence[str], config: StreamConfig) -> list[Segment]:
-    """Stage 05's visible ``TEXT`` segments if the stream ended gracefully after *deltas* (not cleaned)."""
+    """Stage 05's visible segments if the stream ended gracefully after *deltas* (not cleaned).
+
+    ``TEXT``, and ``TABLE`` for a complete table sent as a picture (``StreamConfig.tables``).
+    """
     flusher = Flusher(config)
     flusher.push("".join(deltas))
-    return [segment for segment in flusher.flush(final=False) if segment.kind is SegmentKind.TEXT]
+    return [segment for segment in flusher.flush(final=False) if segment.kind in _SHOWN]
+
+
+def preview_segments(deltas: Sequence[str], config: StreamConfig) -> list[Segment]:
+    """``flushed`` through stage 06, as a preview without a lane shows it: text and table pictures."""
+    cleaner = SegmentCleaner(config)
+    return [piece for segment in flushed(deltas, config) for piece in cleaner.feed(segment)]
 
 
 def through_lane(preview: Preview, lane: Operator[Segment, Segment], config: StreamConfig) -> Observable[str]:
-    """The text *preview* shows after *lane*: its ``flushed`` segments through it, ``TEXT`` joined.
+    """The text *preview* shows after *lane*: its ``flushed`` segments through it, ``TEXT`` joined."""
+    return lane_segments(preview, lane, config).pipe(ops.map(_visible_text))
+
+
+def lane_segments(
+    preview: Preview, lane: Operator[Segment, Segment], config: StreamConfig
+) -> Observable[list[Segment]]:
+    """The segments *preview* shows after *lane*: its ``flushed`` segments through it.
 
     Lazy and subscribed once per preview sent, so the lane's stages start afresh on the
     preview's text, as they would on a stream that ended there.
@@ -159,8 +186,7 @@ def through_lane(preview: Preview, lane: Operator[Segment, Segment], config: Str
     def pieces(_: abc.SchedulerBase) -> Observable[Segment]:
         return reactivex.from_iterable(flushed(preview.deltas[: preview.count], config))
 
-    made: Observable[list[Segment]] = reactivex.defer(pieces).pipe(lane, ops.to_list())
-    return made.pipe(ops.map(_visible_text))
+    return reactivex.defer(pieces).pipe(lane, ops.to_list())
 
 
 def _visible_text(segments: list[Segment]) -> str:
@@ -270,6 +296,21 @@ class EditInPlaceDelivery:
 
     _previewed: int = attrs.field(default=0, init=False)
     """Characters of the last preview sent."""
+    _start: int = attrs.field(default=0, init=False)
+    """Where the text being edited starts in ``shown``: the messages before it are committed
+    (the text before a table picture, and the picture), never edited again."""
+    _spans: list[tuple[int, int]] = attrs.field(factory=list, init=False)
+    """The committed parts' messages (``shown[start:end]``): text before table 0, table 0, ..."""
+    _pictures: int = attrs.field(default=0, init=False)
+    """Table pictures posted."""
+    _final_tables: int = attrs.field(default=0, init=False)
+    """Table segments of the final text arrived so far (those a preview posted are reported)."""
+    _settled: bool = attrs.field(default=False, init=False)
+    """The final text of the part being edited was applied (its extra messages deleted)."""
+    _ending: bool = attrs.field(default=False, init=False)
+    """A segment of the final text arrived: previews are ignored from now on."""
+    _reported: int = attrs.field(default=0, init=False)
+    """Leading messages of ``shown`` already reported in a ``Delivery`` (each is reported once)."""
 
     coalesces = True
     """Queued previews are always merged (``rxcord.sinks.deliver``)."""
@@ -283,24 +324,89 @@ class EditInPlaceDelivery:
         if isinstance(item, Preview):
             if item.abandoned:  # the previews stay as shown: report them, send nothing
                 return reactivex.just(self._report())
-            if self.finished or self.stopped is not None:
+            if self.finished or self.stopped is not None or (self._ending and not item.closing):
                 return reactivex.just(Delivery())
             if item.closing:  # the final text cleaned to nothing: nothing stays
                 return from_coro(_Apply(self, Segment(kind=SegmentKind.TEXT), final=True))
             if not self._grown(item):
                 return reactivex.just(Delivery())
             if item.lane is not None:  # the text as the delivery stages make it, then the edit
-                return through_lane(item, item.lane, self.config).pipe(ops.flat_map(self._show))
-            return from_coro(_Apply(self, item, final=False))
+                return lane_segments(item, item.lane, self.config).pipe(ops.flat_map(self._show))
+            return from_coro(_Show(self, item))
         if item.kind in (SegmentKind.THOUGHT, SegmentKind.DETAILS):
             return reactivex.just(Delivery(segment=item))
         if self.stopped is not None:
             return reactivex.just(self._report() if item.kind is SegmentKind.TEXT else Delivery(segment=item))
+        if item.kind in _SHOWN:
+            return from_coro(_Final(self, item))
         return from_coro(_Apply(self, item, final=True))
 
-    def _show(self, text: str) -> Observable[Delivery]:
-        """An intermediate edit showing *text* (a preview's, through its lane)."""
-        return from_coro(_Apply(self, _text(text), final=False))
+    def _show(self, segments: list[Segment]) -> Observable[Delivery]:
+        """An intermediate edit showing *segments* (a preview's, through its lane)."""
+        return from_coro(_Show(self, segments))
+
+    async def show(self, segments: Sequence[Segment]) -> Delivery:
+        """A preview: tables it completes are posted (the text before them committed), the rest edited.
+
+        Live and edit modes deliver tables the same: the text before a table picture is
+        finished as its messages, the picture is a message of its own, and the text after it
+        grows in new messages. Each table is posted once, by the first preview that holds it.
+        """
+        texts, tables = _parts(segments)
+        if len(tables) < self._pictures:  # a stage changed the tables: the final text settles it
+            return Delivery()
+        for index in range(self._pictures, len(tables)):
+            await self.apply(_text(texts[index]), final=True, finish=False)
+            if self.stopped is None:
+                await self._post_table(tables[index])
+            if self.stopped is not None:
+                return self._report()
+        return await self.apply(_text(texts[-1]), final=False)
+
+    async def final(self, segment: Segment) -> Delivery:
+        """A segment of the final text (``TEXT`` or ``TABLE``), in order.
+
+        A part a preview already committed (the text before a posted table, the table) is
+        reported with its messages, not sent again; the rest is delivered as it comes.
+        """
+        self._ending = True
+        committed = self._final_tables < self._pictures
+        if segment.kind is SegmentKind.TABLE:
+            if committed:
+                end = self._spans[2 * self._final_tables + 1][1]
+            else:
+                if not self._settled:  # no text before it: what previews showed there goes
+                    await self.apply(_text(""), final=True, finish=False)
+                await self._post_table(segment)
+                end = len(self.shown)
+            self._final_tables += 1
+            return self._delivered(segment, end)
+        if committed:
+            return self._delivered(segment, self._spans[2 * self._final_tables][1])
+        done = await self.apply(segment, final=True)
+        self._settled = True
+        return done
+
+    async def _post_table(self, segment: Segment) -> None:
+        """Commit the text shown so far, post the table's messages (picture), commit them."""
+        self._commit()
+        planner = self._planner()
+        planner.planned = len(self.shown)  # nonces run on; the reply goes on the stream's first message
+        for payload in planner.payloads(segment):
+            if await self._create(payload) is None:
+                break
+        self._commit()
+        self._pictures += 1
+
+    def _commit(self) -> None:
+        self._spans.append((self._start, len(self.shown)))
+        self._start = self.frozen = len(self.shown)
+        self._settled = False
+
+    def _delivered(self, segment: Segment, end: int) -> Delivery:
+        """*segment* delivered as ``shown[reported:end]`` (each message reported once)."""
+        start, self._reported = self._reported, max(self._reported, end)
+        return Delivery(segment=segment, messages=tuple(self.shown[start:end]), stopped=self.stopped)
 
     def merge(
         self, first: Segment | TypingPulse, second: Segment | TypingPulse
@@ -335,23 +441,25 @@ class EditInPlaceDelivery:
         """
         planner = self._planner()
         segment = Segment(kind=SegmentKind.TEXT, text=text)
-        if not self.frozen:
-            return planner.payloads(segment)
         planner.planned = self.frozen  # nonces go on numbering; no second reply notice
-        notice = 1 if self.context.uses_webhook and self.context.reply_to_message_id else 0
+        if self.frozen == self._start:  # nothing committed in the text being edited
+            return planner.payloads(segment)
+        first = self._start == 0 and self.context.uses_webhook and self.context.reply_to_message_id
+        notice = self._start + (1 if first else 0)
         return planner.payloads(segment, after=[_content(m) for m in self.shown[notice : self.frozen]])
 
-    async def apply(self, segment: Segment, *, final: bool) -> Delivery:
-        """Make Discord show *segment*: edit what differs, create what is missing, delete the rest."""
+    async def apply(self, segment: Segment, *, final: bool, finish: bool = True) -> Delivery:
+        """Make Discord show *segment*: edit what differs, create what is missing, delete the rest.
+
+        Only the text being edited (after the committed messages); *final*: delete the
+        messages it does not need; *finish*: and ignore later previews (the stream's end).
+        """
         if segment.kind is SegmentKind.ERROR_EMBED:
             planner = self._planner()
             planner.planned = len(self.shown)
             sent = [m for p in planner.payloads(segment) if (m := await self._create(p)) is not None]
             return Delivery(segment=segment, messages=tuple(sent), stopped=self.stopped)
-        if isinstance(segment, Preview):
-            text = snapshot(segment.deltas[: segment.count], self.config)
-        else:
-            text = segment.text
+        text = segment.text
         # Blank text plans no message (the reply notice of a webhook persona included), as
         # aggregated delivery drops a blank final segment.
         payloads = self.plan(text) if text.strip() else []
@@ -371,20 +479,24 @@ class EditInPlaceDelivery:
             await self._delete(self.shown[-1])
         if self.stopped is not None:
             return self._report()
+        if not finish:
+            return Delivery()
         self.finished = True
-        return Delivery(segment=segment, messages=tuple(self.shown))
+        return self._delivered(segment, len(self.shown))
 
     def _report(self) -> Delivery:
         """What reached Discord, once: the messages as shown (a stop cut the text short)."""
         if self.finished:
             return Delivery(stopped=self.stopped)
         self.finished = True
-        if not self.shown:
+        shown = self.shown[self._reported :]
+        self._reported = len(self.shown)
+        if not shown:
             return Delivery(stopped=self.stopped)
-        text = "\n".join(_content(m) for m in self.shown)
+        text = "\n".join(_content(m) for m in shown)
         return Delivery(
             segment=Segment(kind=SegmentKind.TEXT, text=text),
-            messages=tuple(self.shown),
+            messages=tuple(shown),
             stopped=self.stopped,
             partial=True,
         )
@@ -530,6 +642,19 @@ def _text(text: str) -> Segment:
     return Segment(kind=SegmentKind.TEXT, text=text)
 
 
+def _parts(segments: Sequence[Segment]) -> tuple[list[str], list[Segment]]:
+    """The texts around the table pictures (one more than the tables) and the tables, in order."""
+    texts: list[list[str]] = [[]]
+    tables: list[Segment] = []
+    for segment in segments:
+        if segment.kind is SegmentKind.TABLE:
+            tables.append(segment)
+            texts.append([])
+        elif segment.kind is SegmentKind.TEXT:
+            texts[-1].append(segment.text)
+    return ["".join(pieces) for pieces in texts], tables
+
+
 def _content(message: SentMessage) -> str:
     content = message.payload.get("content")
     return content if isinstance(content, str) else ""
@@ -537,6 +662,27 @@ def _content(message: SentMessage) -> str:
 
 def _same(shown: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(shown.get(key) == wanted.get(key) for key in ("content", "embeds"))
+
+
+@attrs.frozen
+class _Show:
+    delivery: EditInPlaceDelivery
+    shows: Preview | list[Segment]
+
+    async def __call__(self) -> Delivery:
+        shows = self.shows
+        if isinstance(shows, Preview):  # no lane: stage 06 alone, computed only now it is sent
+            shows = preview_segments(shows.deltas[: shows.count], self.delivery.config)
+        return await self.delivery.show(shows)
+
+
+@attrs.frozen
+class _Final:
+    delivery: EditInPlaceDelivery
+    segment: Segment
+
+    async def __call__(self) -> Delivery:
+        return await self.delivery.final(self.segment)
 
 
 @attrs.frozen

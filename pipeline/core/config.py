@@ -115,7 +115,8 @@ class StreamConfig:
     """Markdown tables: pictures (attachments, text before sent first) or monospace blocks.
 
     ``PICTURE`` sends a table wider than ``rxcord.operators.md_tables.INLINE_WIDTH`` columns
-    as a PNG (edit-in-place delivery keeps monospace: it edits one text)."""
+    as a PNG in every delivery mode (edit in place commits the text before it and edits the
+    text after it in new messages)."""
     """Humanizer render modifiers."""
     prefill: str = ""
     """Assistant prefill sent with the request; the delivered text starts with it."""

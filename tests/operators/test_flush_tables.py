@@ -79,9 +79,16 @@ def test_monospace_keeps_todays_behaviour() -> None:
     assert _kinds(segments) == [("text", expected)]
 
 
-def test_edit_mode_keeps_tables_monospace() -> None:
-    """Edit in place edits one text: its tables stay code blocks (documented)."""
+def test_edit_mode_cuts_at_a_picture_as_aggregated() -> None:
+    """Edit in place delivers a wide table as a picture too: its final segments are aggregated's."""
     segments = _run(StreamConfig(delivery=DeliveryMode.EDIT), [TEXT])
+    assert [s.kind for s in segments].count(SegmentKind.TABLE) == 1
+    assert segments == _run(StreamConfig(delivery=DeliveryMode.AGGREGATED), [TEXT])
+
+
+def test_edit_mode_with_monospace_keeps_one_text() -> None:
+    """``tables = monospace`` in edit mode: one text, the table a code block (as before)."""
+    segments = _run(StreamConfig(delivery=DeliveryMode.EDIT, tables=TableStyle.MONOSPACE), [TEXT])
     assert [s.kind for s in segments] == [SegmentKind.TEXT]
     assert (render_table(WIDE) or "?") in segments[0].text
 

@@ -148,11 +148,14 @@ async def _deliver(emu: DiscordEmulator, channel: str, config: StreamConfig) -> 
 StatusAndMessages = tuple[StreamStatus, list[dict[str, object]]]
 
 
-@pytest.mark.parametrize("mode", [DeliveryMode.AGGREGATED, DeliveryMode.LIVE])
+@pytest.mark.parametrize("mode", [DeliveryMode.AGGREGATED, DeliveryMode.LIVE, DeliveryMode.EDIT])
 async def test_delivery_sends_text_before_the_picture_then_text_after(
     emulator: DiscordEmulator, mode: DeliveryMode
 ) -> None:
-    """Through REST (multipart) to the emulator: the text, the table.png message, the text after."""
+    """Through REST (multipart) to the emulator: the text, the table.png message, the text after.
+
+    Edit mode the same: the text before committed, the picture posted once, the text after edited.
+    """
     status, stored = await _deliver(emulator, "810", StreamConfig(delivery=mode, live_idle_flush=0.05))
     assert status is StreamStatus.COMPLETED
     shown = [(m["content"], [a["filename"] for a in m["attachments"]]) for m in stored]  # type: ignore[attr-defined]
@@ -171,11 +174,11 @@ async def test_delivery_sends_text_before_the_picture_then_text_after(
         assert await served.read() == emulator.files[attachment["id"]]  # the page shows the picture
 
 
-async def test_edit_mode_and_monospace_keep_the_table_in_the_text(emulator: DiscordEmulator) -> None:
-    """Edit in place (and tables=monospace) deliver one text in order, the table as a code block."""
+async def test_monospace_keeps_the_table_in_the_text(emulator: DiscordEmulator) -> None:
+    """``tables=monospace`` (aggregated and edit in place) delivers one text, the table as a code block."""
     block = render_table(WIDE) or "?"
     for channel, config in (
-        ("820", StreamConfig(delivery=DeliveryMode.EDIT)),
+        ("820", StreamConfig(delivery=DeliveryMode.EDIT, tables=TableStyle.MONOSPACE)),
         ("821", StreamConfig(tables=TableStyle.MONOSPACE)),
     ):
         status, stored = await _deliver(emulator, channel, config)
@@ -184,13 +187,14 @@ async def test_edit_mode_and_monospace_keep_the_table_in_the_text(emulator: Disc
         assert all(not m["attachments"] for m in stored)
 
 
+@pytest.mark.parametrize("delivery", ["aggregated", "edit"])
 def test_replay_json_lists_the_attachment_with_its_filename(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, delivery: str
 ) -> None:
     """``rxcord replay --json``: messages keep content, embeds-free shape, and attachments name table.png."""
     capture = tmp_path / "table.sse"
     capture.write_bytes(_answer(TEXT))
-    code = main(["replay", str(capture), "--provider", "openai", "--json"])
+    code = main(["replay", str(capture), "--provider", "openai", "--delivery", delivery, "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     messages = report["messages"]
