@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from reactivex import operators as ops
 from rxcord.core.config import StreamConfig, StreamContext, TableStyle
 from rxcord.core.state import SentMessage
-from rxcord.core.types import DeliveryMode
+from rxcord.core.types import DeliveryMode, SegmentKind, StopKind
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import Flusher
 from rxcord.operators.md_tables import render_table
 from rxcord.sinks.deliver import deliver
-from rxcord.sinks.edit_in_place import EditInPlaceDelivery, edit_flush, preview_segments
+from rxcord.sinks.edit_in_place import EditInPlaceDelivery, Preview, edit_flush, preview_segments
 from rxcord.sinks.memory import MemorySink
 
 from tests.sinks.test_edit_in_place import _aggregated, _cut, _states
@@ -140,3 +140,25 @@ async def test_a_table_only_in_the_final_text_replaces_the_preview_after_the_tex
     assert sink.journal == [("create", "1"), ("edit", "1"), ("create", "2"), ("create", "3")]
     assert [[m.message_id for m in d.messages] for d in finals] == [["1"], ["2"], ["3"]]
     assert delivery.finished
+
+
+async def test_an_interrupt_after_the_picture_reports_every_message_shown() -> None:
+    """The previews stay as shown (abandoned): the text before, the picture and the text after, once each."""
+    sink = Journal()
+    delivery = EditInPlaceDelivery(sink=sink, context=StreamContext(channel_id="7"), config=_EDIT)
+    await delivery.show(preview_segments([TEXT], _EDIT))
+    assert _shown(sink) == EXPECTED
+    [report] = await drain(delivery.send(Preview(kind=SegmentKind.PREVIEW, abandoned=True)))
+    assert [m.message_id for m in report.messages] == ["1", "2", "3"] and report.partial
+    assert report.segment is not None and report.segment.text.endswith("And after it.")
+
+
+async def test_the_message_cap_stops_before_the_picture_and_reports_the_text() -> None:
+    """``max_messages=1``: the text before is shown, the picture hits the cap (send_message_limit)."""
+    sink = Journal()
+    config = attrs.evolve(_EDIT, max_messages=1)
+    delivery = EditInPlaceDelivery(sink=sink, context=StreamContext(channel_id="7"), config=config)
+    done = await delivery.show(preview_segments([TEXT], config))
+    assert delivery.stopped is StopKind.SEND_MESSAGE_LIMIT
+    assert sink.contents == ["Here is the table:"] and not sink.files
+    assert [m.message_id for m in done.messages] == ["1"]
