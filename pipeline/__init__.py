@@ -96,7 +96,7 @@ _EXPORTS: dict[str, str] = {
     "Segment": "rxcord.core.state",
     "SegmentKind": "rxcord.core.types",
     "SentMessage": "rxcord.core.state",
-    "SseLineTooLong": "rxcord.providers.sse",
+    "SseLineTooLongError": "rxcord.providers.sse",
     "SsrfGuard": "rxcord.providers.ssrf",
     "SsrfRefusedError": "rxcord.core.errors",
     "Stage": "rxcord.compose.pipeline",
@@ -222,7 +222,7 @@ __all__ = (
     "Segment",
     "SegmentKind",
     "SentMessage",
-    "SseLineTooLong",
+    "SseLineTooLongError",
     "SsrfGuard",
     "SsrfRefusedError",
     "Stage",
@@ -349,7 +349,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.nvidia import NvidiaAdapter
     from rxcord.providers.openai import OpenAIAdapter
     from rxcord.providers.openrouter import OpenRouterAdapter
-    from rxcord.providers.sse import SseLineTooLong
+    from rxcord.providers.sse import SseLineTooLong as SseLineTooLong
+    from rxcord.providers.sse import SseLineTooLongError
     from rxcord.providers.ssrf import SsrfGuard
     from rxcord.providers.transport import TransportConfig
     from rxcord.providers.usage import (
@@ -374,7 +375,16 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.sinks.terminal import TerminalSink
 
 
+# Old names of renamed exports: still importable (and typed, above), kept out of ``__all__`` so
+# each class is documented once under its current name.
+_FORMER_NAMES: dict[str, str] = {"SseLineTooLong": "SseLineTooLongError"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _FORMER_NAMES:
+        value = getattr(importlib.import_module(__name__), _FORMER_NAMES[name])
+        globals()[name] = value
+        return value
     module = "rxcord.core.version" if name == "__version__" else _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

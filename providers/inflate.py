@@ -11,7 +11,7 @@ after every step, never after an unbounded one.
 
 from __future__ import annotations
 
-__all__ = ("ACCEPT_ENCODING", "Inflater", "UndecodableBody", "body_reader")
+__all__ = ("ACCEPT_ENCODING", "Inflater", "UndecodableBodyError", "body_reader")
 
 import zlib
 from collections.abc import Awaitable, Callable
@@ -26,7 +26,7 @@ Read = Callable[[], Awaitable[bytes]]
 """One piece of the body (``b""`` at its end)."""
 
 
-class UndecodableBody(RxcordError):
+class UndecodableBodyError(RxcordError):
     """The body's encoding is unknown, or its compressed data is corrupt."""
 
 
@@ -69,7 +69,7 @@ class Inflater:
         try:
             out = decoder.decompress(data, self._step)
         except zlib.error as exc:
-            raise UndecodableBody(f"the {self._encoding} body is corrupt ({exc})") from exc
+            raise UndecodableBodyError(f"the {self._encoding} body is corrupt ({exc})") from exc
         self._tail = decoder.unconsumed_tail
         return out
 
@@ -81,21 +81,23 @@ class Inflater:
             # All input was consumed in bounded steps: what flush returns is zlib's small remainder.
             return decoder.flush()
         except zlib.error as exc:
-            raise UndecodableBody(f"the {self._encoding} body is corrupt ({exc})") from exc
+            raise UndecodableBodyError(f"the {self._encoding} body is corrupt ({exc})") from exc
 
 
 def body_reader(read: Read, content_encoding: str, step: int) -> Read:
     """The read of the decoded body: *read* itself for an unencoded one.
 
     Raises:
-        UndecodableBody: An encoding other than ``gzip`` or ``deflate`` (never asked for).
+        UndecodableBodyError: An encoding other than ``gzip`` or ``deflate`` (never asked for).
     """
     encoding = content_encoding.strip().lower()
     if encoding in ("", "identity"):
         return read
     if encoding in ("gzip", "x-gzip", "deflate"):
         return Inflater(read, encoding, step).read
-    raise UndecodableBody(f"the provider sent a body in an encoding that was not asked for: {encoding!r}")
+    raise UndecodableBodyError(
+        f"the provider sent a body in an encoding that was not asked for: {encoding!r}"
+    )
 
 
 def _wbits(encoding: str, first: bytes) -> int:

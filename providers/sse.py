@@ -13,7 +13,7 @@ One deliberate deviation, documented in ``docs/decisions.md``: an event
 still pending when the body ends is dispatched rather than dropped, because
 some providers end their stream without the final blank line.
 
-A single line longer than ``max_line_bytes`` raises ``SseLineTooLong``: a
+A single line longer than ``max_line_bytes`` raises ``SseLineTooLongError``: a
 stream that never sends a line end must not grow memory without bound.
 
 Linear in the bytes fed, however a long line is cut: the pieces of an
@@ -24,7 +24,7 @@ megabytes delivered in small writes).
 
 from __future__ import annotations
 
-__all__ = ("SseEvent", "SseLineTooLong", "SseParser")
+__all__ = ("SseEvent", "SseLineTooLong", "SseLineTooLongError", "SseParser")
 
 import re
 from typing import Final
@@ -48,8 +48,12 @@ class SseEvent:
     id: str | None = None
 
 
-class SseLineTooLong(RxcordError, ValueError):
+class SseLineTooLongError(RxcordError, ValueError):
     """A single SSE line exceeded the parser's bound (also a ``ValueError``, as it always was)."""
+
+
+SseLineTooLong = SseLineTooLongError
+"""The name this error had before every exception name ended in ``Error``; kept for callers."""
 
 
 @attrs.define(slots=True)
@@ -178,7 +182,7 @@ class SseParser:
         if self._pending_bytes > self.max_line_bytes:
             self._pending = []
             self._pending_bytes = 0
-            raise SseLineTooLong(f"SSE line exceeds {self.max_line_bytes} bytes")
+            raise SseLineTooLongError(f"SSE line exceeds {self.max_line_bytes} bytes")
         self._pending.append(piece)
 
     def _line(self, raw: bytes, out: list[tuple[bytes, str | None, str | None]]) -> None:

@@ -77,8 +77,8 @@ from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
-from rxcord.providers.inflate import ACCEPT_ENCODING, Read, UndecodableBody, body_reader
-from rxcord.providers.sse import SseLineTooLong, SseParser
+from rxcord.providers.inflate import ACCEPT_ENCODING, Read, UndecodableBodyError, body_reader
+from rxcord.providers.sse import SseLineTooLongError, SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
 from yarl import URL
 
@@ -453,10 +453,10 @@ class _Pump:
         except SsrfRefusedError as exc:
             error = _error(self.redact.text(str(exc)), retryable=False, code="ssrf_refused", original=exc)
             self._offer([RawStreamChunk(provider=name, error=self.redact.error(error))], state)
-        except SseLineTooLong as exc:
+        except SseLineTooLongError as exc:
             error = _error(str(exc), retryable=False, code="sse_line_too_long", original=exc)
             self._offer([RawStreamChunk(provider=name, error=error)], state)
-        except UndecodableBody as exc:
+        except UndecodableBodyError as exc:
             self._offer([_malformed(name, self.redact.text(str(exc)), "")], state)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             self._read_failed(exc, state)

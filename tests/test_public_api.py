@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rxcord
@@ -88,7 +91,7 @@ PUBLIC = [
     "Segment",
     "SegmentKind",
     "SentMessage",
-    "SseLineTooLong",
+    "SseLineTooLongError",
     "SsrfGuard",
     "SsrfRefusedError",
     "Stage",
@@ -175,11 +178,51 @@ def test_every_exception_derives_from_the_error_root() -> None:
         if isinstance(value, type) and issubclass(value, BaseException):
             assert issubclass(value, rxcord.RxcordError), name
     from rxcord.cli.timeline_plot import PlotUnavailableError
-    from rxcord.providers.sse import SseLineTooLong
+    from rxcord.providers.sse import SseLineTooLongError
     from rxcord.sinks.ratelimit import InvalidRequestLimitError
 
-    for error in (PlotUnavailableError, SseLineTooLong, InvalidRequestLimitError, rxcord.RateLimitError):
+    for error in (PlotUnavailableError, SseLineTooLongError, InvalidRequestLimitError, rxcord.RateLimitError):
         assert issubclass(error, rxcord.RxcordError), error
+
+
+def test_every_exception_name_ends_in_error() -> None:
+    """Public names and every exception class a module of the package defines (private ones too)."""
+    public = [name for name in rxcord.__all__ if _is_exception(getattr(rxcord, name))]
+    assert public and [name for name in public if not name.endswith("Error")] == []
+    defined = {
+        value.__qualname__
+        for module in _package_modules()
+        for value in vars(module).values()
+        if _is_exception(value) and value.__module__ == module.__name__
+    }
+    assert "RxcordError" in defined
+    assert sorted(name for name in defined if not name.endswith("Error")) == []
+
+
+def test_former_exception_names_are_the_same_classes() -> None:
+    """Renamed to end in Error; the old names stay importable for callers, outside __all__."""
+    from rxcord.core.redact import RedactedError, RedactedException
+    from rxcord.providers.sse import SseLineTooLong, SseLineTooLongError
+
+    assert rxcord.SseLineTooLong is SseLineTooLong is SseLineTooLongError is rxcord.SseLineTooLongError
+    assert RedactedException is RedactedError
+    assert "SseLineTooLong" not in rxcord.__all__
+
+
+def _is_exception(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def _package_modules() -> list[Any]:
+    skip = ("rxcord.__main__",)
+    names = [info.name for info in pkgutil.walk_packages(rxcord.__path__, "rxcord.") if info.name not in skip]
+    out = []
+    for name in names:
+        try:
+            out.append(importlib.import_module(name))
+        except ImportError:  # an optional extra that is not installed
+            continue
+    return out
 
 
 def test_logging_is_one_namespace_switched_as_a_whole() -> None:

@@ -64,7 +64,7 @@ def locale_chain(code: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chain))
 
 
-class _Unusable(Exception):
+class _UnusableError(Exception):
     """A translation that cannot be filled in (an unknown field, a stray brace)."""
 
 
@@ -75,7 +75,7 @@ def _fill(template: str, fields: Mapping[str, str]) -> str:
             return token[0]
         name = match.group(1)
         if name is None or name not in fields:
-            raise _Unusable(token)
+            raise _UnusableError(token)
         return fields[name]
 
     return _FIELD.sub(one, template)
@@ -102,7 +102,7 @@ class LocaleText:
             if isinstance(template, str):
                 try:
                     return _fill(template, fields)
-                except _Unusable as exc:
+                except _UnusableError as exc:
                     problem = f"placeholder {exc.args[0]} is not one of {sorted(fields)}"
             else:
                 problem = "not a string"

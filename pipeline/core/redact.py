@@ -29,6 +29,7 @@ from __future__ import annotations
 __all__ = (
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "RedactedError",
     "RedactedException",
     "Redactor",
     "SecretHoldback",
@@ -77,7 +78,7 @@ def credentials_in(headers: Mapping[str, str], url: str = "") -> tuple[str, ...]
     return tuple(found)
 
 
-class RedactedException(RxcordError):
+class RedactedError(RxcordError):
     """Stands in for an exception whose text carried a secret (``original_error`` of a redacted error)."""
 
     def __init__(self, kind: str, text: str) -> None:
@@ -86,7 +87,11 @@ class RedactedException(RxcordError):
         """The original exception's type name."""
 
     def __repr__(self) -> str:
-        return f"RedactedException({self.kind!r}, {str(self)!r})"
+        return f"RedactedError({self.kind!r}, {str(self)!r})"
+
+
+RedactedException = RedactedError
+"""The name this error had before every exception name ended in ``Error``; kept for callers."""
 
 
 @attrs.frozen(repr=False)
@@ -141,7 +146,7 @@ class Redactor:
         """*value* with every secret replaced.
 
         Strings, bytes, mappings and sequences are walked; an exception whose text holds a
-        secret becomes a ``RedactedException``; anything else is kept when its repr is clean.
+        secret becomes a ``RedactedError``; anything else is kept when its repr is clean.
         """
         if not self.needles:
             return value
@@ -164,7 +169,7 @@ class Redactor:
         if isinstance(value, BaseException):
             text = f"{type(value).__name__}: {value}"
             if self.contains(text) or self.contains(repr(value)):
-                return RedactedException(type(value).__name__, self.text(str(value)))
+                return RedactedError(type(value).__name__, self.text(str(value)))
             return value
         if self.contains(repr(value)):
             return self.text(repr(value))

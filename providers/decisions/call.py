@@ -61,7 +61,7 @@ from rxcord.core.types import ErrorType, ProviderError, Usage
 from rxcord.providers.decisions.codec import Codec
 from rxcord.providers.decisions.fetch import (
     OneShotRequest,
-    ResponseTooLarge,
+    ResponseTooLargeError,
     aiohttp_send,
     fetch_with_provider_request,
 )
@@ -480,7 +480,7 @@ class Decisions:
                     )
                 try:
                     raw = await response.read(cfg.max_response_bytes)
-                except ResponseTooLarge:
+                except ResponseTooLargeError:
                     if status >= 400:
                         return _HttpFailure(status=status, body=None, headers=headers)
                     return _Broken(category=FailureCategory.MALFORMED_RESPONSE, reason="oversized-response")

@@ -21,7 +21,7 @@ __all__ = (
     "BufferedResponse",
     "OneShotRequest",
     "OneShotResponse",
-    "ResponseTooLarge",
+    "ResponseTooLargeError",
     "Send",
     "aiohttp_send",
     "fetch_with_provider_request",
@@ -42,7 +42,7 @@ from rxcord.core.errors import RxcordError
 from rxcord.providers.hooks import begin_provider_request, request_hook_registered
 
 
-class ResponseTooLarge(RxcordError):
+class ResponseTooLargeError(RxcordError):
     """A response body exceeded its bound."""
 
 
@@ -73,7 +73,7 @@ class OneShotResponse(Protocol):
         ...
 
     async def read(self, limit: int) -> bytes:
-        """The whole body, at most *limit* bytes (raises ``ResponseTooLarge``)."""
+        """The whole body, at most *limit* bytes (raises ``ResponseTooLargeError``)."""
         ...
 
 
@@ -85,13 +85,13 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
     """*response*'s body, refusing more than *limit* bytes (a declared length is checked first)."""
     declared = response.content_length
     if declared is not None and declared > limit:
-        raise ResponseTooLarge(f"response body declares {declared} bytes (limit {limit})")
+        raise ResponseTooLargeError(f"response body declares {declared} bytes (limit {limit})")
     pieces: list[bytes] = []
     total = 0
     async for piece in response.content.iter_any():
         total += len(piece)
         if total > limit:
-            raise ResponseTooLarge(f"response body exceeds {limit} bytes")
+            raise ResponseTooLargeError(f"response body exceeds {limit} bytes")
         pieces.append(piece)
     return b"".join(pieces)
 
@@ -125,9 +125,9 @@ class BufferedResponse:
     """The body exceeded the bound when it was read."""
 
     async def read(self, limit: int) -> bytes:
-        """The buffered body (raises ``ResponseTooLarge`` as the live read would have)."""
+        """The buffered body (raises ``ResponseTooLargeError`` as the live read would have)."""
         if self.oversized or len(self.body) > limit:
-            raise ResponseTooLarge(f"response body exceeds {limit} bytes")
+            raise ResponseTooLargeError(f"response body exceeds {limit} bytes")
         return self.body
 
 
@@ -187,7 +187,7 @@ async def fetch_with_provider_request(
                 buffered = BufferedResponse(
                     status=live.status, headers=dict(live.headers), body=await live.read(max_bytes)
                 )
-            except ResponseTooLarge:
+            except ResponseTooLargeError:
                 buffered = BufferedResponse(status=live.status, headers=dict(live.headers), oversized=True)
     except BaseException:
         hold.release(False)  # in flight: an unreported estimate is not retained

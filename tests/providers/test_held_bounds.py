@@ -21,7 +21,7 @@ from aiohttp import web
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Batch, RawStreamChunk
 from rxcord.io.replay import Chunking, ReplayServer
-from rxcord.providers.inflate import Inflater, UndecodableBody, body_reader
+from rxcord.providers.inflate import Inflater, UndecodableBodyError, body_reader
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import (
     BATCH_EVENTS,
@@ -258,5 +258,5 @@ async def test_an_encoding_not_asked_for_is_refused() -> None:
         return b""
 
     assert body_reader(read, "", READ_SLICE) is read and body_reader(read, "identity", READ_SLICE) is read
-    with pytest.raises(UndecodableBody, match="br"):
+    with pytest.raises(UndecodableBodyError, match="br"):
         body_reader(read, "br", READ_SLICE)

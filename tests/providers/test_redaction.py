@@ -12,7 +12,7 @@ from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError
-from rxcord.core.redact import REDACTED, RedactedException, Redactor, credentials_in
+from rxcord.core.redact import REDACTED, RedactedError, Redactor, credentials_in
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StreamStatus
 from rxcord.io.replay import Chunking, ReplayServer
@@ -59,7 +59,7 @@ def test_the_redactor_replaces_exact_values_everywhere() -> None:
     assert _leaks(redactor.value(value)) == []
     assert redactor.value(value)["n"] == 3
     redacted = redactor.value(ConnectionError(f"refused for {API_KEY}"))
-    assert isinstance(redacted, RedactedException) and _leaks(redacted, str(redacted)) == []
+    assert isinstance(redacted, RedactedError) and _leaks(redacted, str(redacted)) == []
     clean = ValueError("nothing secret")
     assert redactor.value(clean) is clean
     assert redactor.text("EMPTY stays") == "EMPTY stays"  # too short to be a credential

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rxcord.core.errors import RxcordError
-from rxcord.providers.sse import SseEvent, SseLineTooLong, SseParser
+from rxcord.providers.sse import SseEvent, SseLineTooLongError, SseParser
 
 
 def _parse(pieces: list[bytes]) -> list[SseEvent]:
@@ -76,20 +76,20 @@ def test_bom_and_space_rules() -> None:
 
 
 def test_line_too_long_is_a_typed_error() -> None:
-    """A line that never ends raises SseLineTooLong instead of growing without bound."""
+    """A line that never ends raises SseLineTooLongError instead of growing without bound."""
     parser = SseParser(max_line_bytes=100)
     try:
         parser.feed(b"data: " + b"x" * 200)
-    except SseLineTooLong as exc:
+    except SseLineTooLongError as exc:
         assert isinstance(exc, RxcordError) and isinstance(exc, ValueError)
         return
-    raise AssertionError("expected SseLineTooLong")
+    raise AssertionError("expected SseLineTooLongError")
 
 
 def test_line_too_long_in_small_pieces() -> None:
     """The bound holds for a line delivered a few bytes at a time."""
     parser = SseParser(max_line_bytes=100)
-    with pytest.raises(SseLineTooLong):
+    with pytest.raises(SseLineTooLongError):
         for _ in range(60):
             parser.feed(b"xy")
 

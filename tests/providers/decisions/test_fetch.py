@@ -11,7 +11,7 @@ from rxcord.providers.decisions.fetch import (
     BufferedResponse,
     OneShotRequest,
     OneShotResponse,
-    ResponseTooLarge,
+    ResponseTooLargeError,
     fetch_with_provider_request,
 )
 from rxcord.providers.hooks import ProviderRequest, ProviderRequestDeniedError, register_request_hook
@@ -38,7 +38,7 @@ class FakeResponse:
         if self.fail_read:
             raise ConnectionResetError("reset")
         if len(self.body) > limit:
-            raise ResponseTooLarge("too large")
+            raise ResponseTooLargeError("too large")
         return self.body
 
 
@@ -120,7 +120,7 @@ async def test_hold_settlement(response: FakeResponse, costs: list[float], relea
             "openrouter", REQUEST, FakeSend(response), max_bytes=1024
         ) as got:
             if len(response.body) > 1024:
-                with pytest.raises(ResponseTooLarge):
+                with pytest.raises(ResponseTooLargeError):
                     await got.read(1024)
     assert (hold.costs, hold.released) == (costs, released)
 
