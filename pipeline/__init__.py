@@ -111,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "StreamResult": "rxcord.core.state",
     "StreamState": "rxcord.core.state",
     "StreamStatus": "rxcord.core.types",
+    "Streamer": "rxcord.compose.streamer",
     "TableStyle": "rxcord.core.config",
     "TerminalSink": "rxcord.sinks.terminal",
     "TextPart": "rxcord.core.request",
@@ -237,6 +238,7 @@ __all__ = (
     "StreamResult",
     "StreamState",
     "StreamStatus",
+    "Streamer",
     "TableStyle",
     "TerminalSink",
     "TextPart",
@@ -280,6 +282,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.compose.chain import build_chain
     from rxcord.compose.pipeline import Pipeline, Stage, StageContext, stage03
     from rxcord.compose.run import StreamJob, build_stream, run_stream, stream_to_discord
+    from rxcord.compose.streamer import Streamer
     from rxcord.compose.turn import Candidate, KeyCooldown, ToolHandler, TurnResult, fallback_order, run_turn
     from rxcord.core.config import Guards, RenderModifiers, StreamConfig, StreamContext, TableStyle
     from rxcord.core.errors import (

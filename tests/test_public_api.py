@@ -106,6 +106,7 @@ PUBLIC = [
     "StreamResult",
     "StreamState",
     "StreamStatus",
+    "Streamer",
     "TableStyle",
     "TerminalSink",
     "TextPart",
