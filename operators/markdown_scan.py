@@ -143,6 +143,37 @@ def _run_len(text: str, char: str) -> int:
     return len(text) - len(text.lstrip(char))
 
 
+def _block_line_kind(s: str, fence: Fence, *, complete: bool) -> int:
+    """The kind of a line inside a code block from its start *s*, or -1 while undecided."""
+    if not s:
+        return _CODE if complete else -1
+    if s[0] != fence.char:
+        return _CODE
+    run = _run_len(s, fence.char)
+    if run >= fence.length:
+        return _CLOSE_CAND
+    return -1 if run == len(s) and not complete else _CODE
+
+
+def _quote_line_kind(s: str, *, complete: bool) -> int:
+    """The kind of a line outside a block starting with ``>``, or -1 while undecided."""
+    if len(s) > 3 and s.startswith(">>>"):
+        if s[3] not in " \t":
+            return _PLAIN
+        # Discord renders a block inside the quote: `>>> ```py` opens a fence.
+        rest = s[4:].lstrip(" \t")
+        if not rest:
+            return _QUOTE if complete else -1
+        if rest[0] in "`~":
+            run = _run_len(rest, rest[0])
+            if run >= 3:
+                return _OPEN_CAND
+            if run == len(rest) and not complete:
+                return -1
+        return _QUOTE
+    return -1 if not complete and ">>>".startswith(s) else _PLAIN
+
+
 def _line_marker(look: str) -> int:
     """Whether *look* starts with line-start markdown: 1 yes, 0 no, -1 not known yet."""
     c = look[0]
@@ -369,16 +400,8 @@ class MarkdownScanner:
         if len(self._head) > _HEAD_SHORT:
             return self._classify_long(complete=complete)
         s = "".join(self._head)
-        fence = self.fence
-        if fence is not None:
-            if not s:
-                return _CODE if complete else -1
-            if s[0] != fence.char:
-                return _CODE
-            run = _run_len(s, fence.char)
-            if run >= fence.length:
-                return _CLOSE_CAND
-            return -1 if run == len(s) and not complete else _CODE
+        if self.fence is not None:
+            return _block_line_kind(s, self.fence, complete=complete)
         if not s:
             return _BLANK if complete else -1
         c = s[0]
@@ -400,21 +423,7 @@ class MarkdownScanner:
                 return _LIST
             return -1 if not complete and _OL_PREFIX_RE.fullmatch(s) else _PLAIN
         if c == ">":
-            if len(s) > 3 and s.startswith(">>>"):
-                if s[3] not in " \t":
-                    return _PLAIN
-                # Discord renders a block inside the quote: `>>> ```py` opens a fence.
-                rest = s[4:].lstrip(" \t")
-                if not rest:
-                    return _QUOTE if complete else -1
-                if rest[0] in "`~":
-                    run = _run_len(rest, rest[0])
-                    if run >= 3:
-                        return _OPEN_CAND
-                    if run == len(rest) and not complete:
-                        return -1
-                return _QUOTE
-            return -1 if not complete and ">>>".startswith(s) else _PLAIN
+            return _quote_line_kind(s, complete=complete)
         return _PLAIN
 
     def _classify_long(self, *, complete: bool) -> int:
@@ -754,6 +763,11 @@ class MarkdownScanner:
             self._sentence = False
         if self._code:
             return
+        self._track_angle(c)
+        self._track_link(c)
+
+    def _track_angle(self, c: str) -> None:
+        """Outside code: the ``<...>`` span (a mention, an autolink) *c* opens, grows or closes."""
         if self._angle_pending:
             self._angle_pending = False
             if c not in "<>":
@@ -767,6 +781,9 @@ class MarkdownScanner:
                     self._angle = -1
         elif c == "<":
             self._angle_pending = True
+
+    def _track_link(self, c: str) -> None:
+        """Outside code: the ``[text](url)`` link *c* opens, grows or closes."""
         if self._after_bracket:
             self._after_bracket = False
             if c == "(":

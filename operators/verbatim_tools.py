@@ -117,6 +117,7 @@ _NAME: Final = 5  # inside a fence: the next call's name
 _PENDING: Final = 0
 _DONE: Final = 1
 _FAIL: Final = 2
+_MOVED: Final = 3  # a step of the machine moved on: it runs on (never returned by _advance)
 
 Item: TypeAlias = str | FunctionCall
 
@@ -348,94 +349,123 @@ class VerbatimToolParser:
         while i < end:
             state = c.state
             if state == _STR:
-                if c.escape:
-                    c.escape = False
-                    i += 1
-                    continue
-                m = _STR_EVENT.search(s, i, end)
-                if m is None:
-                    return _PENDING, end
-                i = m.end()
-                if m.group() == '"':
-                    c.state = _OBJ
-                else:
-                    c.escape = True
+                status, i = _string_step(c, s, i, end)
             elif state == _OBJ:
-                m = _OBJ_EVENT.search(s, i, end)
-                if m is None:
-                    return _PENDING, end
-                j = m.start()
-                ch = s[j]
-                if ch == '"':
-                    c.state = _STR
-                elif ch in "{[":
-                    c.depth += 1
-                elif ch in "}]":
-                    c.depth -= 1
-                    if c.depth == 0:
-                        c.state = _AFTER
-                else:
-                    return _FAIL, j
-                i = j + 1
+                status, i = _object_step(c, s, i, end)
             elif state in (_OPEN, _AFTER):
-                m = _NON_BLANK.search(s, i, end)
-                if m is None:
-                    return _PENDING, end
-                j = m.start()
-                ch = s[j]
-                if ch == "{" and state == _OPEN:
-                    c.state = _OBJ
-                    c.depth = 1
-                    i = j + 1
-                    continue
-                if ch != ")":
-                    return _FAIL, j
-                args = {} if state == _OPEN else _parse_args(c.region(s, c.body_from, j))
-                if args is None:
-                    return _FAIL, j
-                c.calls.append((c.name, args))
-                i = j + 1
-                if not (c.fence or c.tick):
-                    return _DONE, i
-                c.state = _CLOSE
-                c.run = 0
+                status, i = _arguments_end_step(c, s, i, end)
             elif state == _CLOSE:
-                ch = s[i]
-                if ch == "`":
-                    c.run += 1
-                    i += 1
-                    if c.run == (c.fence or c.tick):
-                        return _DONE, i
-                elif c.run or c.tick:
-                    return _FAIL, i
-                elif ch in " \t\r\n":
-                    m = _NON_BLANK.search(s, i, end)
-                    if m is None:
-                        return _PENDING, end
-                    i = m.start()
-                elif _NOT_NAME_CHAR.match(ch) is None:
-                    # Another call in the same fenced block.
-                    c.state = _NAME
-                    c.name_from = c.offset(i)
-                else:
-                    return _FAIL, i
-            else:  # _NAME
-                # The name may have at most max_name characters: `room` more may still come.
-                room = c.name_from + self._vocab.max_name - c.offset(i)
-                m = _NOT_NAME_CHAR.search(s, i, min(end, i + room + 1))
-                if m is None:
-                    if i + room < end:
-                        return _FAIL, i + room  # one name character too many
-                    return _PENDING, end
-                j = m.start()
-                name = c.region(s, c.name_from, j)
-                if s[j] != "(" or name not in self._vocab.names:
-                    return _FAIL, j
-                c.name = name
-                c.body_from = c.offset(j + 1)
-                c.state = _OPEN
-                i = j + 1
+                status, i = _closing_step(c, s, i, end)
+            else:
+                status, i = self._name_step(c, s, i, end)
+            if status != _MOVED:
+                return status, i
         return _PENDING, end
+
+    def _name_step(self, c: _Candidate, s: str, i: int, end: int) -> tuple[int, int]:
+        """``_NAME``: the next call's name inside a fence, up to its ``(``."""
+        # The name may have at most max_name characters: `room` more may still come.
+        room = c.name_from + self._vocab.max_name - c.offset(i)
+        m = _NOT_NAME_CHAR.search(s, i, min(end, i + room + 1))
+        if m is None:
+            if i + room < end:
+                return _FAIL, i + room  # one name character too many
+            return _PENDING, end
+        j = m.start()
+        name = c.region(s, c.name_from, j)
+        if s[j] != "(" or name not in self._vocab.names:
+            return _FAIL, j
+        c.name = name
+        c.body_from = c.offset(j + 1)
+        c.state = _OPEN
+        return _MOVED, j + 1
+
+
+# One step of the call-mode machine in one state: (status, index). ``_MOVED``: the step
+# consumed input or changed state, so the machine runs on from the index.
+
+
+def _string_step(c: _Candidate, s: str, i: int, end: int) -> tuple[int, int]:
+    """``_STR``: inside a JSON string, up to its closing quote (escapes skipped)."""
+    if c.escape:
+        c.escape = False
+        return _MOVED, i + 1
+    m = _STR_EVENT.search(s, i, end)
+    if m is None:
+        return _PENDING, end
+    if m.group() == '"':
+        c.state = _OBJ
+    else:
+        c.escape = True
+    return _MOVED, m.end()
+
+
+def _object_step(c: _Candidate, s: str, i: int, end: int) -> tuple[int, int]:
+    """``_OBJ``: inside the arguments object, outside strings: nesting and its end."""
+    m = _OBJ_EVENT.search(s, i, end)
+    if m is None:
+        return _PENDING, end
+    j = m.start()
+    ch = s[j]
+    if ch == '"':
+        c.state = _STR
+    elif ch in "{[":
+        c.depth += 1
+    elif ch in "}]":
+        c.depth -= 1
+        if c.depth == 0:
+            c.state = _AFTER
+    else:
+        return _FAIL, j
+    return _MOVED, j + 1
+
+
+def _arguments_end_step(c: _Candidate, s: str, i: int, end: int) -> tuple[int, int]:
+    """``_OPEN`` / ``_AFTER``: blanks, then the object's ``{`` (after ``(`` only) or ``)``."""
+    state = c.state
+    m = _NON_BLANK.search(s, i, end)
+    if m is None:
+        return _PENDING, end
+    j = m.start()
+    ch = s[j]
+    if ch == "{" and state == _OPEN:
+        c.state = _OBJ
+        c.depth = 1
+        return _MOVED, j + 1
+    if ch != ")":
+        return _FAIL, j
+    args = {} if state == _OPEN else _parse_args(c.region(s, c.body_from, j))
+    if args is None:
+        return _FAIL, j
+    c.calls.append((c.name, args))
+    if not (c.fence or c.tick):
+        return _DONE, j + 1
+    c.state = _CLOSE
+    c.run = 0
+    return _MOVED, j + 1
+
+
+def _closing_step(c: _Candidate, s: str, i: int, end: int) -> tuple[int, int]:
+    """``_CLOSE``: the wrapper's closing backticks (a fence also allows blanks, another call)."""
+    ch = s[i]
+    if ch == "`":
+        c.run += 1
+        if c.run == (c.fence or c.tick):
+            return _DONE, i + 1
+        return _MOVED, i + 1
+    if c.run or c.tick:
+        return _FAIL, i
+    if ch in " \t\r\n":
+        m = _NON_BLANK.search(s, i, end)
+        if m is None:
+            return _PENDING, end
+        return _MOVED, m.start()
+    if _NOT_NAME_CHAR.match(ch) is None:
+        # Another call in the same fenced block.
+        c.state = _NAME
+        c.name_from = c.offset(i)
+        return _MOVED, i
+    return _FAIL, i
 
 
 def _has_extras(chunk: ProcessedChunk) -> bool:
