@@ -30,9 +30,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
-import discord
 from rxcord.core.config import StreamContext
-from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from rxcord.core.errors import DiscordError, DiscordStopError, MissingExtraError, UnknownWebhookError
+
+try:
+    import discord
+except ImportError as exc:  # the name says what to install, not a bare ModuleNotFoundError
+    raise MissingExtraError("discord", "discord", "rxcord.DiscordPySink", package="discord.py") from exc
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.sinks.persona import webhook_username

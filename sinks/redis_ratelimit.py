@@ -108,12 +108,16 @@ from collections.abc import Mapping
 from typing import Final
 
 import attrs
-import redis.asyncio as aioredis
 from loguru import logger
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
-from rxcord.core.errors import InputError
+from rxcord.core.errors import InputError, MissingExtraError
+
+try:
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import RedisError
+except ImportError as exc:  # the name says what to install, not a bare ModuleNotFoundError
+    raise MissingExtraError("redis", "redis", "rxcord.RedisStore (the Redis bucket store)") from exc
 from rxcord.sinks.ratelimit import (
     DEFAULT_GLOBAL_METER,
     MAX_BLOCK,

@@ -64,6 +64,7 @@ PUBLIC = [
     "MemoryStore",
     "Message",
     "MissingCredentialError",
+    "MissingExtraError",
     "NvidiaAdapter",
     "OpenAIAdapter",
     "OpenRouterAdapter",

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
-from rxcord.core.errors import InputError
+from rxcord.core.errors import InputError, MissingExtraError
 from rxcord.operators.timeline import DELIVERY, LANES, ORCHESTRATOR, Timeline, TimelineEvent
 
 if TYPE_CHECKING:
@@ -33,11 +33,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-class PlotUnavailableError(InputError, ImportError):
+class PlotUnavailableError(MissingExtraError, InputError):
     """matplotlib is not installed (the ``plot`` extra)."""
 
-
-_INSTALL_HINT: Final = "the timeline plot needs matplotlib: pip install 'rxcord[plot]'"
 
 _Style = tuple[str, str, str]
 """Marker, colour, legend label."""
@@ -83,8 +81,8 @@ def require_matplotlib() -> None:
     Raises:
         PlotUnavailableError: matplotlib cannot be imported.
     """
-    if importlib.util.find_spec("matplotlib") is None:
-        raise PlotUnavailableError(_INSTALL_HINT)
+    if importlib.util.find_spec("matplotlib") is None:  # found, not imported: a CLI check stays cheap
+        raise PlotUnavailableError("matplotlib", "plot", "the timeline plot")
 
 
 def _events(source: Timeline | Iterable[TimelineEvent]) -> list[TimelineEvent]:

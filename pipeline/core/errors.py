@@ -6,6 +6,7 @@
     ├── InputError               unusable input (missing capture, unknown provider, bad flag)
     ├── MissingCredentialError   an API key or token variable is not set
     ├── SsrfRefusedError         a custom endpoint resolved to a forbidden address
+    ├── MissingExtraError        an optional dependency is not installed (also an ImportError)
     └── DiscordError             Discord refused a request (status, code, message)
         ├── DiscordStopError     the stream must stop: 403 missing access, 404 unknown channel
         └── UnknownWebhookError  404 / 10015: the webhook is gone; never use it again
@@ -21,6 +22,7 @@ __all__ = (
     "DiscordStopError",
     "InputError",
     "MissingCredentialError",
+    "MissingExtraError",
     "RxcordError",
     "SsrfRefusedError",
     "UnknownWebhookError",
@@ -47,6 +49,21 @@ class MissingCredentialError(RxcordError):
 
     def __str__(self) -> str:
         return f"{self.variable} is not set"
+
+
+class MissingExtraError(RxcordError, ImportError):
+    """An optional dependency is not installed: the message names the extra that installs it.
+
+    Also an ``ImportError``, so code that guards an optional import keeps working.
+    """
+
+    def __init__(self, module: str, extra: str, needed_by: str, *, package: str = "") -> None:
+        package = package or module  # the distribution's name when it differs (discord.py)
+        super().__init__(f"{needed_by} needs {package}: pip install 'rxcord[{extra}]'", name=module)
+        self.module = module
+        """The missing import (``discord``, ``redis``, ``matplotlib``)."""
+        self.extra = extra
+        """The extra that installs it (``discord``, ``redis``, ``plot``)."""
 
 
 @attrs.define(auto_exc=True, slots=False)

@@ -41,14 +41,19 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-import redis.asyncio as aioredis
 from loguru import logger
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
-from redis.typing import EncodableT, FieldT
+from rxcord.core.errors import MissingExtraError
 from rxcord.core.stops import StopRegistry
 from rxcord.core.types import StopKind
+
+try:
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import RedisError
+    from redis.typing import EncodableT, FieldT
+except ImportError as exc:  # the name says what to install, not a bare ModuleNotFoundError
+    raise MissingExtraError("redis", "redis", "rxcord.RedisStopBus") from exc
 
 _log = logger.bind(stage="04-stop-bus")
 

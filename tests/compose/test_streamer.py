@@ -6,6 +6,8 @@ results and count requests and sessions, never time.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from importlib import resources
 
 import aiohttp
@@ -16,7 +18,7 @@ from rxcord.compose.run import stream_to_discord
 from rxcord.compose.streamer import Streamer
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.errors import InputError
+from rxcord.core.errors import InputError, MissingExtraError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import StreamResult
 from rxcord.core.types import DeliveryMode, StreamStatus
@@ -109,7 +111,7 @@ async def test_per_call_overrides_replace_the_held_values_for_that_call_only() -
 
 async def test_per_call_secrets_add_to_the_held_ones() -> None:
     """A secret held and a secret per call are both redacted from the text Discord gets."""
-    body = CAPTURE.replace(b"\"rain \"", b"\"held-secret-1 call-secret-2 rain \"")
+    body = CAPTURE.replace(b'"rain "', b'"held-secret-1 call-secret-2 rain "')
     sink = MemorySink()
     held = Streamer(sink=sink, transport=LOCAL, secrets=["held-secret-1"])
     async with ReplayServer(body=body) as server, held as streamer:
@@ -192,3 +194,42 @@ async def test_hooks_are_in_force_while_open_only() -> None:
 
 def test_streamer_is_public() -> None:
     assert rxcord.Streamer is Streamer and "Streamer" in rxcord.__all__
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, package: str, *modules: str) -> None:
+    """Make *package* (and its submodules) fail to import; forget *modules* so they import again."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")] or [package]:
+        monkeypatch.setitem(sys.modules, name, None)
+    for module in modules:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("package", "module", "name", "extra"),
+    [
+        ("discord", "rxcord.sinks.discordpy", "DiscordPySink", "discord"),
+        ("redis", "rxcord.sinks.redis_ratelimit", "RedisStore", "redis"),
+        ("redis", "rxcord.io.stop_bus", "RedisStopBus", "redis"),
+    ],
+)
+def test_a_missing_extra_names_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, package: str, module: str, name: str, extra: str
+) -> None:
+    """Importing a name whose optional dependency is missing raises MissingExtraError naming the extra."""
+    _without(monkeypatch, package, module)
+    monkeypatch.delitem(vars(rxcord), name, raising=False)  # the lazy export imports again
+    with pytest.raises(MissingExtraError, match=rf"pip install 'rxcord\[{extra}\]'") as caught:
+        getattr(rxcord, name)
+    assert caught.value.extra == extra and caught.value.name == package
+    assert isinstance(caught.value, ImportError)  # an optional-import guard still catches it
+    with pytest.raises(MissingExtraError):
+        importlib.import_module(module)
+
+
+def test_a_missing_matplotlib_names_the_plot_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rxcord.cli.timeline_plot import PlotUnavailableError, plot_timeline
+
+    _without(monkeypatch, "matplotlib")
+    with pytest.raises(PlotUnavailableError, match=r"pip install 'rxcord\[plot\]'") as caught:
+        plot_timeline(rxcord.Timeline())
+    assert isinstance(caught.value, MissingExtraError) and caught.value.extra == "plot"
