@@ -744,136 +744,174 @@ def flush(
         ) -> abc.DisposableBase:
             if live and scheduler is None:
                 raise ValueError("flush() in live mode needs a subscribe-time scheduler")
-            flusher = Flusher(config)
-            pending = TextBuffer()
-            ended = False
-            discarded = False
-            signalled = False
-            # Live states waiting behind a long delta pushed a slice per scheduler step:
-            # (state, characters of its delta already pushed).
-            backlog: deque[tuple[StreamState, int]] = deque()
-            step = SerialDisposable()
-            completed = False
-
-            def emit(segments: list[Segment]) -> None:
-                nonlocal signalled
-                for segment in segments:
-                    if discarded:
-                        # A re-entrant stop (caused by an earlier segment) dropped the rest.
-                        return
-                    observer.on_next(segment)
-                if flusher.capped and not signalled:
-                    signalled = True
-                    if stops is not None:
-                        stops.on_next(StopSignal(StopKind.FLUSH_LIMIT, "flush cap reached"))
-
-            def on_idle() -> None:
-                if not ended:
-                    emit(flusher.idle())
-
-            # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
-            timer = QuietTimer(scheduler, config.live_idle_flush, on_idle) if live and scheduler else None
-
-            def stop_timer() -> None:
-                if timer is not None:
-                    timer.cancel()
-
-            def on_next(state: StreamState) -> None:
-                if ended:
-                    return
-                if state.status in _DISCARD:
-                    backlog.clear()
-                    step.dispose()
-                    handle(state)
-                elif backlog or (live and scheduler is not None and len(state.delta) > YIELD_AT):
-                    backlog.append((state, 0))
-                    if len(backlog) == 1:
-                        schedule_slice()
-                else:
-                    handle(state)
-
-            def schedule_slice() -> None:
-                assert scheduler is not None
-                step.disposable = scheduler.schedule(push_slice)
-
-            def push_slice(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
-                """One step of the backlog: the next slice of its first state's delta."""
-                if backlog and not ended:
-                    state, done = backlog[0]
-                    if done + YIELD_AT < len(state.delta):
-                        backlog[0] = (state, done + YIELD_AT)
-                        handle(StreamState(delta=state.delta[done : done + YIELD_AT]))
-                    else:
-                        backlog.popleft()
-                        handle(attrs.evolve(state, delta=state.delta[done:]) if done else state)
-                if backlog and not ended:
-                    schedule_slice()
-                    return
-                backlog.clear()
-                if completed:
-                    finish()
-
-            def handle(state: StreamState) -> None:
-                nonlocal ended, discarded
-                if ended:
-                    return
-                status = state.status
-                if status in _DISCARD:
-                    ended = discarded = True
-                    stop_timer()
-                    flusher.discard()
-                    return
-                if not live:
-                    # Aggregated mode releases nothing before the end, and the flusher's output
-                    # is the same for any chunking: keep the deltas and scan the text once.
-                    if state.delta:
-                        pending.append(state.delta)
-                    if status is StreamStatus.STREAMING:
-                        return
-                    segments = _push_all(flusher, pending)
-                else:
-                    segments = flusher.push(state.delta) if state.delta else []
-                    if status is StreamStatus.STREAMING:
-                        if timer is not None and state.delta:
-                            timer.poke()
-                        emit(segments)
-                        return
-                # Mark the end before emitting, so a re-entrant state is ignored.
-                ended = True
-                stop_timer()
-                segments += flusher.flush(final=True)
-                error = state.error if status is StreamStatus.ERROR else None
-                if error is not None and not (
-                    error.retryable or config.suppress_user_errors or config.defer_notice
-                ):
-                    segments.append(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error, describe)))
-                emit(segments)
-
-            def on_error(error: Exception) -> None:
-                stop_timer()
-                step.dispose()
-                observer.on_error(error)
-
-            def on_completed() -> None:
-                nonlocal completed
-                if backlog and not ended:
-                    completed = True  # the last slice completes
-                    return
-                finish()
-
-            def finish() -> None:
-                nonlocal ended
-                if not ended:
-                    ended = True
-                    stop_timer()
-                    emit(_push_all(flusher, pending) + flusher.flush(final=True))
-                observer.on_completed()
-
-            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            if timer is None:
-                return CompositeDisposable(subscription, step)
-            return CompositeDisposable(subscription, timer.disposable, step)
+            run = _FlushRun(config, stops, describe, observer, scheduler)
+            subscription = source.subscribe(run.on_next, run.on_error, run.on_completed, scheduler=scheduler)
+            if run.timer is None:
+                return CompositeDisposable(subscription, run.step)
+            return CompositeDisposable(subscription, run.timer.disposable, run.step)
 
         return Observable(subscribe)
 
     return operator
+
+
+class _FlushRun:
+    """One subscription of ``flush``: its flusher, the live backlog, and how the stream ended."""
+
+    __slots__ = (
+        "backlog",
+        "completed",
+        "config",
+        "describe",
+        "discarded",
+        "ended",
+        "flusher",
+        "live",
+        "observer",
+        "pending",
+        "scheduler",
+        "signalled",
+        "step",
+        "stops",
+        "timer",
+    )
+
+    def __init__(
+        self,
+        config: StreamConfig,
+        stops: abc.ObserverBase[StopSignal] | None,
+        describe: Callable[[ProviderError], str] | None,
+        observer: abc.ObserverBase[Segment],
+        scheduler: abc.SchedulerBase | None,
+    ) -> None:
+        self.config = config
+        self.stops = stops
+        self.describe = describe
+        self.observer = observer
+        self.scheduler = scheduler
+        self.live = config.delivery is DeliveryMode.LIVE
+        self.flusher = Flusher(config)
+        self.pending = TextBuffer()
+        self.ended = False
+        self.discarded = False
+        self.signalled = False
+        # Live states waiting behind a long delta pushed a slice per scheduler step:
+        # (state, characters of its delta already pushed).
+        self.backlog: deque[tuple[StreamState, int]] = deque()
+        self.step = SerialDisposable()
+        self.completed = False
+        # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
+        self.timer = (
+            QuietTimer(scheduler, config.live_idle_flush, self.on_idle) if self.live and scheduler else None
+        )
+
+    def emit(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            if self.discarded:
+                # A re-entrant stop (caused by an earlier segment) dropped the rest.
+                return
+            self.observer.on_next(segment)
+        if self.flusher.capped and not self.signalled:
+            self.signalled = True
+            if self.stops is not None:
+                self.stops.on_next(StopSignal(StopKind.FLUSH_LIMIT, "flush cap reached"))
+
+    def on_idle(self) -> None:
+        if not self.ended:
+            self.emit(self.flusher.idle())
+
+    def stop_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def on_next(self, state: StreamState) -> None:
+        if self.ended:
+            return
+        if state.status in _DISCARD:
+            self.backlog.clear()
+            self.step.dispose()
+            self.handle(state)
+        elif self.backlog or (self.live and self.scheduler is not None and len(state.delta) > YIELD_AT):
+            self.backlog.append((state, 0))
+            if len(self.backlog) == 1:
+                self.schedule_slice()
+        else:
+            self.handle(state)
+
+    def schedule_slice(self) -> None:
+        assert self.scheduler is not None
+        self.step.disposable = self.scheduler.schedule(self.push_slice)
+
+    def push_slice(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+        """One step of the backlog: the next slice of its first state's delta."""
+        backlog = self.backlog
+        if backlog and not self.ended:
+            state, done = backlog[0]
+            if done + YIELD_AT < len(state.delta):
+                backlog[0] = (state, done + YIELD_AT)
+                self.handle(StreamState(delta=state.delta[done : done + YIELD_AT]))
+            else:
+                backlog.popleft()
+                self.handle(attrs.evolve(state, delta=state.delta[done:]) if done else state)
+        if backlog and not self.ended:
+            self.schedule_slice()
+            return
+        backlog.clear()
+        if self.completed:
+            self.finish()
+
+    def handle(self, state: StreamState) -> None:
+        if self.ended:
+            return
+        status = state.status
+        if status in _DISCARD:
+            self.ended = self.discarded = True
+            self.stop_timer()
+            self.flusher.discard()
+            return
+        if not self.live:
+            # Aggregated mode releases nothing before the end, and the flusher's output
+            # is the same for any chunking: keep the deltas and scan the text once.
+            if state.delta:
+                self.pending.append(state.delta)
+            if status is StreamStatus.STREAMING:
+                return
+            segments = _push_all(self.flusher, self.pending)
+        else:
+            segments = self.flusher.push(state.delta) if state.delta else []
+            if status is StreamStatus.STREAMING:
+                if self.timer is not None and state.delta:
+                    self.timer.poke()
+                self.emit(segments)
+                return
+        self.end(state, segments)
+
+    def end(self, state: StreamState, segments: list[Segment]) -> None:
+        """The state that ends the stream: everything flushed, then the error embed it calls for."""
+        # Mark the end before emitting, so a re-entrant state is ignored.
+        self.ended = True
+        self.stop_timer()
+        segments += self.flusher.flush(final=True)
+        error = state.error if state.status is StreamStatus.ERROR else None
+        config = self.config
+        if error is not None and not (error.retryable or config.suppress_user_errors or config.defer_notice):
+            segments.append(Segment(kind=SegmentKind.ERROR_EMBED, embed=error_embed(error, self.describe)))
+        self.emit(segments)
+
+    def on_error(self, error: Exception) -> None:
+        self.stop_timer()
+        self.step.dispose()
+        self.observer.on_error(error)
+
+    def on_completed(self) -> None:
+        if self.backlog and not self.ended:
+            self.completed = True  # the last slice completes
+            return
+        self.finish()
+
+    def finish(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self.stop_timer()
+            self.emit(_push_all(self.flusher, self.pending) + self.flusher.flush(final=True))
+        self.observer.on_completed()

@@ -242,6 +242,46 @@ def _strip_mentions(text: str, bot_ids: Iterable[str]) -> str:
     return text.strip()
 
 
+def _line_content(
+    line: ChatLine, mine: set[str], texts: Mapping[str, str | None], max_chars: int, cut_files: list[str]
+) -> str:
+    """A line's text without mentions of *mine*, then its readable text attachments (cut ones named)."""
+    text = _strip_mentions(line.content, mine)
+    parts: list[str] = [text] if text else []
+    for attachment in line.attachments:
+        if attachment.is_text and attachment.url in texts:
+            body = texts[attachment.url]
+            if body is None:
+                continue
+            if len(body) > max_chars:
+                body = body[:max_chars]
+                cut_files.append(attachment.filename)
+            parts.append(f"<file name={attachment.filename!r}>\n{body}\n</file>")
+    return "\n\n".join(parts)
+
+
+def _left_out_notes(
+    limits: ContextLimits, *, vision: bool, older: int, images: int, cut_files: list[str]
+) -> list[str]:
+    """The notes that tell the model what the limits left out of its context."""
+    notes: list[str] = []
+    if older:
+        notes.append(
+            f"{older} earlier message(s) of this conversation were left out "
+            f"(limits: {limits.max_messages} messages, {limits.max_chars} characters)."
+        )
+    if images:
+        reason = (
+            "this model reads no images" if not vision else f"at most {limits.max_images} images are sent"
+        )
+        notes.append(f"{images} image attachment(s) were left out ({reason}).")
+    if cut_files:
+        notes.append(
+            f"Text attachment(s) {', '.join(cut_files)} were cut at {limits.max_attachment_chars} characters."
+        )
+    return notes
+
+
 def build_messages(
     lines: Sequence[ChatLine],
     *,
@@ -274,18 +314,7 @@ def build_messages(
     older = len(lines) - len(window) + (1 if truncated_before else 0)
     for index, line in enumerate(reversed(window)):
         assistant = line.author_id in mine
-        text = _strip_mentions(line.content, mine)
-        parts: list[str] = [text] if text else []
-        for attachment in line.attachments:
-            if attachment.is_text and attachment.url in texts:
-                body = texts[attachment.url]
-                if body is None:
-                    continue
-                if len(body) > limits.max_attachment_chars:
-                    body = body[: limits.max_attachment_chars]
-                    cut_files.append(attachment.filename)
-                parts.append(f"<file name={attachment.filename!r}>\n{body}\n</file>")
-        content = "\n\n".join(parts)
+        content = _line_content(line, mine, texts, limits.max_attachment_chars, cut_files)
         if not assistant:
             content = f"{line.author_name}: {content}"
         if len(content) > budget:
@@ -311,19 +340,6 @@ def build_messages(
             kept.append(Message(role=Role.USER, content=(TextPart(content), *images)))
             names.append(line.author_name)
     kept.reverse()
-    if older:
-        notes.append(
-            f"{older} earlier message(s) of this conversation were left out "
-            f"(limits: {limits.max_messages} messages, {limits.max_chars} characters)."
-        )
-    if dropped_images:
-        reason = (
-            "this model reads no images" if not vision else f"at most {limits.max_images} images are sent"
-        )
-        notes.append(f"{dropped_images} image attachment(s) were left out ({reason}).")
-    if cut_files:
-        notes.append(
-            f"Text attachment(s) {', '.join(cut_files)} were cut at {limits.max_attachment_chars} characters."
-        )
+    notes += _left_out_notes(limits, vision=vision, older=older, images=dropped_images, cut_files=cut_files)
     unique = tuple(dict.fromkeys(reversed(names)))
     return Context(messages=tuple(kept), notes=tuple(notes), user_names=unique)
