@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +38,15 @@ def test_the_compose_section_script_runs_offline_and_shows_its_operator_ran(tmp_
     assert out.stdout.count("discord <-") >= 1 and "****" in out.stdout
     assert "rain" not in out.stdout.split("word_filter saw", 1)[1]
     assert "<think>" not in out.stdout
+
+
+def test_the_one_client_object_example_streams_the_capture_offline() -> None:
+    """The Streamer example replays the bundled capture on 127.0.0.1 and the sink gets the answer."""
+    [code] = [code for heading, code in _sections() if heading == "One client object"]
+    namespace: dict[str, Any] = {"__name__": "readme_streamer"}
+    exec(compile(code, "README.md (One client object)", "exec"), namespace)
+    contents = asyncio.run(namespace["main"]())
+    assert contents and "Stones remember rain" in contents[0] and "<think" not in "".join(contents)
 
 
 @pytest.mark.parametrize("index", range(len(_sections())))
