@@ -6,7 +6,7 @@ and returns the next state. ``accumulate`` wraps it in ``scan`` and
 completes the stream once the outcome is final, which disposes the source
 (and so closes the HTTP request).
 
-Routing, as the seed's stage flow says:
+Routing, by chunk type:
 
 * ``text``: the content goes to the buffer (``delta``), while streaming;
 * ``function_call``: status ``function_call``; later calls of the same

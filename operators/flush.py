@@ -680,7 +680,7 @@ _DISCARD: Final = frozenset(
 """Statuses that drop the buffer: a follow-up interrupt, a kill, and every internal stop but one.
 
 The speaker guard's stop flushes: the text before the other speaker's turn is the
-model's reply (the guard already withheld the turn itself; docs/decisions.md, issue 14).
+model's reply (the guard already withheld the turn itself).
 """
 
 

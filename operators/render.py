@@ -1,6 +1,6 @@
 """Render modifiers of the humanizer (stage 06): lowercase, sentence and punctuation splits.
 
-The seed's delivery modes: *Force Lowercase* applies in both delivery modes;
+The delivery modes: *Force Lowercase* applies in both delivery modes;
 *Sentence Splitting* and *Punctuation Splits* turn one segment into several
 Discord messages and therefore only make sense while streaming live.
 

@@ -1,10 +1,10 @@
 r"""Speaker guard: stop the stream when the model starts writing another speaker's turn.
 
 Chat models continuing a transcript sometimes go on past their own reply and
-write the next line for someone else (``\nUser: thanks!``). The seed puts
-the guard in stage 02 (adapters hold back text that could begin another
-speaker's turn; guard state belongs to one stream) and lists
-``speaker_guard`` among the internal stops. In rxcord it is one operator on
+write the next line for someone else (``\nUser: thanks!``). A guard in
+each adapter (stage 02) would hold back text that could begin another
+speaker's turn, with state per stream; ``speaker_guard`` is one of the
+internal stops. In rxcord it is one operator on
 ``ProcessedChunk``s, right after normalization, so it works for every
 provider.
 

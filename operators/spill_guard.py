@@ -2,7 +2,7 @@
 
 Some backends stream reasoning in its own field and then concatenate the
 unflushed end of their reasoning buffer onto the answer with no separator:
-the first content delta reads ``must do.Hello!``. This module is the seed's
+the first content delta reads ``must do.Hello!``. This module is the
 *ReasoningContentSpillGuard*: a per-stream transducer that moves such a
 fragment (``must do.``) to reasoning, and the operator that runs it over a
 ``ProcessedChunk`` stream.
@@ -24,8 +24,8 @@ reasoning arriving later cannot make a later sentence a spill), and only when:
    is the model's prose and ends the inspection with nothing stripped;
 3. the boundary is outside inline code: boundaries after an odd number of
    backticks (inside `` `obj.Method` `` or a span still open) are skipped;
-   so is a ``.`` between two digits (``3.14``, ``v1.2``), an addition to the
-   seed: numbers are far more common at the start of an answer than a
+   so is a ``.`` between two digits (``3.14``, ``v1.2``), because
+   numbers are far more common at the start of an answer than a
    reasoning tail ending in a digit glued to an answer starting with one;
 4. and EITHER the text after the boundary looks like an answer start (an
    uppercase or caseless letter, an emoji or other pictograph, a quote or an

@@ -3,7 +3,7 @@
 The clean path is a provider that returns reasoning in its own field. Some
 OpenAI-compatible backends instead leak it into ``delta.content`` wrapped in
 think tags (``<think>``, ``<mm:think>``, ``</ns:think >``; the one definition
-of the tag shape is ``rxcord.operators.reasoning_tags``). This module is the seed's
+of the tag shape is ``rxcord.operators.reasoning_tags``). This module is the
 *ThinkBlockContentStripper*: a per-stream transducer that splits content into
 visible text and reasoning, plus the operator that threads it through a
 ``ProcessedChunk`` stream.

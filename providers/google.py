@@ -11,7 +11,7 @@ reason comes on the last chunk. Function calls are therefore *held* until
 the candidate's ``finishReason`` (or the end of the body) and released after
 the terminal ``done`` chunk, which carries the last usage report. Two
 guarantees follow: text of the same response always reaches the buffer
-before the tool loop gets the call (the seed's "text first, then the call",
+before the tool loop gets the call (text first, then the call,
 also when one part set holds both), and the final usage is recorded before
 control passes to the tool loop. A failure (an error object, a blocked
 prompt, a safety finish) is likewise preceded by a ``done`` chunk with the

@@ -1,4 +1,4 @@
-"""Nothing recognised is never a silent success (stage 03, issue 14).
+"""Nothing recognised is never a silent success (stage 03).
 
 A body in a shape the adapter does not speak (a Responses-API event stream sent to a Chat
 Completions endpoint, an Anthropic capture replayed as ``--provider openai``, an empty

@@ -105,7 +105,7 @@ class Delivery:
 
 @attrs.frozen(kw_only=True)
 class StreamResult:
-    """The outcome of one stream (the seed's ``StreamResult``).
+    """The outcome of one stream.
 
     Two texts, read by the names that say which is which:
 

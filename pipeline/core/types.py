@@ -7,9 +7,8 @@ Everything here is an ``attrs`` frozen, slotted value. Mappings that come from
 the wire (``metadata``, ``args``) are kept as plain ``dict``s typed as
 ``Mapping``: they are never mutated after construction.
 
-The names follow the seed specification (``RawStreamChunk``, ``ProcessedChunk``,
-``ProviderError``, ``FunctionCall``, ``ThoughtLogEntry``, ``StreamResult``) in
-Python spelling.
+The names (``RawStreamChunk``, ``ProcessedChunk``, ``ProviderError``, ``FunctionCall``,
+``ThoughtLogEntry``, ``StreamResult``) are the pipeline's vocabulary in Python spelling.
 """
 
 from __future__ import annotations
@@ -234,7 +233,7 @@ class StopSignal:
 
 @attrs.frozen(kw_only=True)
 class ProviderError:
-    """A provider failure, normalized (the seed's ``ProviderError``)."""
+    """A provider failure, normalized."""
 
     type: ErrorType
     """Classification; drives retries and the error embed."""
@@ -370,7 +369,7 @@ def _check_payload(instance: ProcessedChunk, _attribute: object, value: ChunkTyp
 
 @attrs.frozen(kw_only=True, init=False)
 class ProcessedChunk:
-    """The uniform chunk the orchestrator routes (the seed's ``ProcessedChunk``).
+    """The uniform chunk the orchestrator routes.
 
     Exactly one ``type``; any type may carry ``thoughts``. A reasoning-only
     delta is a ``text`` chunk with empty ``content``.

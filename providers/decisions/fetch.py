@@ -1,4 +1,4 @@
-"""One-shot JSON POSTs: the bounded reader and ``fetch_with_provider_request`` (seed 003, "Request holds").
+"""One-shot JSON POSTs: the bounded reader and ``fetch_with_provider_request``.
 
 ``fetch_with_provider_request`` wraps the transport a caller passes (``send``):
 
