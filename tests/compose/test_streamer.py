@@ -21,7 +21,7 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import InputError, MissingExtraError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import StreamResult
-from rxcord.core.types import DeliveryMode, StreamStatus
+from rxcord.core.types import StreamStatus
 from rxcord.io.replay import ReplayServer
 from rxcord.providers.hooks import denial_translator_registered, request_hook_registered
 from rxcord.providers.openai import OpenAIAdapter
@@ -91,22 +91,33 @@ async def test_a_provider_name_resolves_through_the_registry() -> None:
 
 
 async def test_per_call_overrides_replace_the_held_values_for_that_call_only() -> None:
+    """Held: a 40-character limit on channel 5; one call overrides sink, context, config; the next is held."""
     held_sink, other_sink = MemorySink(), MemorySink()
-    async with ReplayServer(body=CAPTURE) as server, Streamer(sink=held_sink, transport=LOCAL) as streamer:
-        await streamer.stream(
+    streamer = Streamer(
+        sink=held_sink,
+        transport=LOCAL,
+        context=StreamContext(channel_id="5"),
+        config=StreamConfig(message_limit=40),
+    )
+    async with ReplayServer(body=CAPTURE) as server, streamer:
+        overridden = await streamer.stream(
             OpenAIAdapter(),
             REQUEST,
             base_url=server.base_url,
             api_key=KEY,
             sink=other_sink,
-            context=StreamContext(channel_id=7),
-            config=StreamConfig(delivery=DeliveryMode.AGGREGATED),
+            context=StreamContext(channel_id="7"),
+            config=StreamConfig(),
         )
-        assert held_sink.contents == [] and other_sink.contents
-        await streamer.stream(OpenAIAdapter(), REQUEST, base_url=server.base_url, api_key=KEY)
+        assert held_sink.contents == [] and len(other_sink.contents) == 1
+        held = await streamer.stream(OpenAIAdapter(), REQUEST, base_url=server.base_url, api_key=KEY)
         with pytest.raises(InputError, match="unknown override"):
             await streamer.stream(OpenAIAdapter(), REQUEST, base_url=server.base_url, sinkk=other_sink)
-    assert held_sink.contents == other_sink.contents  # the next call used the held sink again
+        assert len(server.requests) == 2  # the refused override sent nothing
+    assert [m.channel_id for m in overridden.messages] == ["7"]
+    assert len(held_sink.contents) > 1 and all(len(text) <= 40 for text in held_sink.contents)
+    assert {m.channel_id for m in held.messages} == {"5"}
+    assert "".join("".join(held_sink.contents).split()) == "".join(other_sink.contents[0].split())
 
 
 async def test_per_call_secrets_add_to_the_held_ones() -> None:
