@@ -171,6 +171,23 @@ async def test_the_owned_session_is_used_and_closed_on_exit() -> None:
     assert streamer.active_session is None
 
 
+async def test_an_exception_inside_still_closes_the_session_and_disposes_the_hooks() -> None:
+    factory = Counting()
+    streamer = Streamer(sink=MemorySink(), session_factory=factory, request_hook=lambda request: None)
+    before = request_hook_registered()
+    with pytest.raises(RuntimeError, match="boom"):
+        async with streamer:
+            assert request_hook_registered()
+            raise RuntimeError("boom")
+    assert [s.closed for s in factory.sessions] == [True]
+    assert request_hook_registered() == before
+    async with streamer:  # a closed Streamer opens again, with a new session
+        assert len(factory.sessions) == 2
+        with pytest.raises(InputError, match="already open"):
+            await streamer.__aenter__()
+    assert [s.closed for s in factory.sessions] == [True, True]
+
+
 async def test_a_passed_session_is_used_and_never_closed() -> None:
     factory = Counting()
     session = factory()
