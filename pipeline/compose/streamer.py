@@ -26,7 +26,7 @@ from __future__ import annotations
 __all__ = ("Streamer",)
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import aiohttp
@@ -53,6 +53,10 @@ from rxcord.providers.usage import UsageReport, with_usage_reporter
 from rxcord.sinks.base import DiscordSink
 
 
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 @attrs.define(kw_only=True)
 class Streamer:
     """What every stream shares; ``stream`` and ``turn`` run one reply with it.
@@ -76,7 +80,7 @@ class Streamer:
     """The stop registry: every stream registers under its channel."""
     resolver: MentionResolver | None = None
     pipeline: Pipeline | None = None
-    secrets: tuple[str, ...] = attrs.field(default=(), converter=tuple, repr=False)
+    secrets: tuple[str, ...] = attrs.field(default=(), converter=_strings, repr=False)
     """More values to redact in every stream (a bot token the sink does not expose)."""
     providers: ProviderRegistry = attrs.field(factory=default_registry)
     """Resolves a provider name passed as the adapter (``stream("openai", ...)``)."""
