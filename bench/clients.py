@@ -41,6 +41,7 @@ from typing import Any
 import aiohttp
 import attrs
 import orjson
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message

@@ -25,6 +25,7 @@ import time
 
 import aiohttp
 import attrs
+
 from rxcord.core.config import StreamContext
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.ratelimit import RateLimiter

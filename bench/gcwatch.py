@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import attrs
+
 from rxcord.bot.runtime import TUNED_THRESHOLDS, restore_collector, tuned_collector
 
 

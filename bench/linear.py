@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 import attrs
+
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode
 from rxcord.operators.flush import Flusher

@@ -60,6 +60,13 @@ from typing import Any
 import aiohttp
 import attrs
 import orjson
+
+from bench.clients import _CHAT, _TRANSPORT, REQUEST_BODY, Splitter, rxcord_job
+from bench.gcwatch import GcWatch, tuned_gc
+from bench.make_captures import FIRST_TEXT, capture_name
+from bench.protocol import read_events
+from bench.server import ServerProcess
+from bench.stats import percentile
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.request import ChatRequest
@@ -68,13 +75,6 @@ from rxcord.operators.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.sinks.memory import MemorySink
-
-from bench.clients import _CHAT, _TRANSPORT, REQUEST_BODY, Splitter, rxcord_job
-from bench.gcwatch import GcWatch, tuned_gc
-from bench.make_captures import FIRST_TEXT, capture_name
-from bench.protocol import read_events
-from bench.server import ServerProcess
-from bench.stats import percentile
 
 LIVE = StreamConfig(delivery=DeliveryMode.LIVE, max_messages=100_000, max_flushes=100_000)
 """Live delivery, without the per-turn caps (long benchmark streams are not runaway replies)."""

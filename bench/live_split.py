@@ -32,16 +32,16 @@ from typing import Any
 import aiohttp
 import attrs
 from reactivex.subject import Subject
-from rxcord.core.types import Batch, RawStreamChunk
-from rxcord.operators.aio import drain
-from rxcord.providers import transport
-from rxcord.providers.sse import SseParser
-from rxcord.providers.transport import stream_source
 
 from bench.clients import _ADAPTER, _CHAT, _TRANSPORT
 from bench.live import LIVE, _paced_url, _reset, stream_capture
 from bench.server import ServerProcess
 from bench.stages import memory_chain
+from rxcord.core.types import Batch, RawStreamChunk
+from rxcord.operators.aio import drain
+from rxcord.providers import transport
+from rxcord.providers.sse import SseParser
+from rxcord.providers.transport import stream_source
 
 
 @attrs.frozen

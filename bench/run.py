@@ -33,14 +33,14 @@ from typing import Any
 
 import aiohttp
 import attrs
-from rxcord.sinks.emulator import EmulatorConfig
-from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
 from bench import cost, discord, linear, live, live_split, stages
 from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
 from bench.peer import LiteLLMPeer
 from bench.report import Report
 from bench.server import ServerProcess, split_random
+from rxcord.sinks.emulator import EmulatorConfig
+from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 
 HERE = Path(__file__).resolve().parent
 

@@ -36,6 +36,8 @@ import attrs
 import reactivex
 from reactivex import abc
 from reactivex.disposable import Disposable
+
+from bench.stats import Spread, spread
 from rxcord.compose.chain import build_chain
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment, StreamResult, StreamState
@@ -52,8 +54,6 @@ from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.sse import SseParser
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
-
-from bench.stats import Spread, spread
 
 LOGIC_03_07 = (
     "03 normalizer",

@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 from reactivex import Observable, abc
+
 from rxcord.core.state import StreamState
 from rxcord.core.types import (
     Batch,

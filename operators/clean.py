@@ -44,6 +44,7 @@ from typing import Final
 
 import attrs
 from reactivex import Observable, abc
+
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, Operator, SegmentKind

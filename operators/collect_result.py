@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import attrs
 from reactivex import Observable, abc
 from reactivex import operators as ops
+
 from rxcord.core.state import Delivery, SentMessage, StreamResult, StreamState
 from rxcord.core.text_buffer import TextBuffer
 from rxcord.core.types import (

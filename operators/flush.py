@@ -83,6 +83,7 @@ import attrs
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
+
 from rxcord.core.config import StreamConfig, TableStyle
 from rxcord.core.locale import current_text
 from rxcord.core.state import Segment, StreamState

@@ -56,6 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from reactivex import Observable, abc
+
 from rxcord.core.types import Batch, Operator
 
 

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Final
 
 import attrs
+
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 
 HELD: Final = "rxcord.held"

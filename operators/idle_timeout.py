@@ -19,6 +19,7 @@ from datetime import datetime
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
+
 from rxcord.core.types import ErrorType, Operator, ProcessedChunk, ProviderError
 from rxcord.operators.fused import BatchAware
 from rxcord.operators.quiet_timer import QuietTimer

@@ -77,6 +77,7 @@ import re
 from typing import Final
 
 import attrs
+
 from rxcord.operators.graphemes import is_extend
 from rxcord.operators.md_cuts import Cut, CutList, Fence, FenceSpan, Level
 from rxcord.operators.md_tables import TableSpan

@@ -15,6 +15,7 @@ from array import array
 from collections.abc import Iterator
 
 import attrs
+
 from rxcord.operators.cut_policy import Fence, Level
 
 

@@ -25,6 +25,7 @@ import re
 from typing import Final
 
 import attrs
+
 from rxcord.operators.graphemes import display_width
 
 INLINE_WIDTH: Final = 40

@@ -14,6 +14,7 @@ __all__ = ("normalize",)
 from collections.abc import Callable, Sequence
 
 from loguru import logger
+
 from rxcord.core.types import ChunkNormalizer, ErrorType, ProcessedChunk, ProviderError, RawStreamChunk
 from rxcord.operators.fused import Fusable
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 from reactivex import Observable, abc
+
 from rxcord.core.types import ChunkType, Operator, ProcessedChunk
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 import attrs
+
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable
 from rxcord.operators.held_at_stop import NOTHING, Held, noting_held

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import Final
 
 import attrs
+
 from rxcord.core.redact import Redactor, SecretHoldback
 from rxcord.core.types import ChunkType, ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable

@@ -40,6 +40,7 @@ from collections.abc import Iterable
 import attrs
 from reactivex import Observable, abc
 from reactivex.disposable import SingleAssignmentDisposable
+
 from rxcord.core.types import ChunkType, Operator, ProcessedChunk, StopKind, StopSignal
 
 _EMPHASIS = ("***", "**", "*", "__", "_")

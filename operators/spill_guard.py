@@ -56,6 +56,7 @@ import unicodedata
 from typing import Final
 
 import attrs
+
 from rxcord.core.types import Operator, ProcessedChunk
 from rxcord.operators.held_at_stop import NOTHING, Held
 from rxcord.operators.reasoning_guard import reasoning_guard

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = ("stop_after",)
 
 from reactivex import Observable, abc
+
 from rxcord.core.state import StreamState
 from rxcord.core.types import Operator, StopKind, StopSignal
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
+
 from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.fused import BatchAware
 from rxcord.operators.held_at_stop import released_at_stop

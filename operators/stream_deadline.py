@@ -18,6 +18,7 @@ __all__ = ("deadline_signal", "with_deadline")
 import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
+
 from rxcord.core.types import StopKind, StopSignal
 
 

@@ -69,6 +69,7 @@ import enum
 from typing import Final
 
 import attrs
+
 from rxcord.core.types import Operator, ProcessedChunk
 from rxcord.operators.code_spans import CodeTracker
 from rxcord.operators.held_at_stop import NOTHING, Held, HeldText

@@ -65,6 +65,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 import attrs
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
+
 from rxcord.core.state import Segment, StreamResult, StreamState
 from rxcord.core.types import ChunkType, Operator, ProcessedChunk, RawStreamChunk, StopSignal, StreamStatus
 from rxcord.operators.quiet_timer import seconds_clock

@@ -16,6 +16,7 @@ from typing import Any
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
+
 from rxcord.core.state import Segment, TypingPulse
 from rxcord.core.types import Operator, SegmentKind
 

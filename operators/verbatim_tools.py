@@ -81,6 +81,7 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 from reactivex import Observable
+
 from rxcord.core.types import ChunkType, FunctionCall, Operator, ProcessedChunk
 from rxcord.operators.thread_text import thread_text
 

@@ -61,6 +61,7 @@ from typing import Any, Final
 
 import attrs
 from loguru import logger
+
 from rxcord.core import safe_json
 from rxcord.core.config import Guards
 from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart

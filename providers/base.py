@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
+
 from rxcord.core.config import Guards
 from rxcord.core.request import ChatRequest
 from rxcord.core.types import ChunkNormalizer, ProviderError, RawStreamChunk

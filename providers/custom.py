@@ -20,6 +20,7 @@ __all__ = ("CUSTOM_POLICY", "CustomAdapter")
 from typing import ClassVar, Final
 
 import attrs
+
 from rxcord.core.config import Guards
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY
 from rxcord.providers.base import DegradationPolicy

@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
+
 from rxcord.core.types import ErrorType, ProviderError
 from rxcord.providers.base import DegradationPolicy
 

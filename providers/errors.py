@@ -71,6 +71,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
+
 from rxcord.core.locale import current_text
 from rxcord.core.types import ErrorType, ProviderError
 

@@ -53,6 +53,7 @@ from urllib.parse import quote
 
 import attrs
 from loguru import logger
+
 from rxcord.core import safe_json
 from rxcord.core.config import Guards
 from rxcord.core.errors import InputError

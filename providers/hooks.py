@@ -70,6 +70,7 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 from loguru import logger
+
 from rxcord.core.errors import RxcordError
 from rxcord.core.types import ProviderError
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Final
 
 import attrs
+
 from rxcord.core.types import ErrorType, ProviderError
 from rxcord.providers.errors import provider_limit
 from rxcord.providers.hooks import ProviderRequestDeniedError

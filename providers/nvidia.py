@@ -15,6 +15,7 @@ __all__ = ("NVIDIA_BASE_URL", "NVIDIA_POLICY", "NvidiaAdapter")
 from typing import ClassVar, Final
 
 import attrs
+
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.openai_wire import (

@@ -13,6 +13,7 @@ __all__ = ("OPENAI_BASE_URL", "OPENAI_POLICY", "OpenAIAdapter")
 from typing import ClassVar, Final
 
 import attrs
+
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,

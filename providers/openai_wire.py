@@ -88,6 +88,7 @@ from typing import Any, ClassVar, Final, Literal, TypeGuard
 
 import attrs
 from loguru import logger
+
 from rxcord.core import safe_json
 from rxcord.core.config import Guards
 from rxcord.core.errors import InputError

@@ -23,6 +23,7 @@ __all__ = ("OPENROUTER_BASE_URL", "OPENROUTER_POLICY", "OpenRouterAdapter")
 from typing import ClassVar, Final
 
 import attrs
+
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.openai_wire import (
     OPENAI_COMPATIBLE_MANDATORY,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
+
 from rxcord.core.errors import InputError
 from rxcord.providers.base import ProviderAdapter
 

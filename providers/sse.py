@@ -30,6 +30,7 @@ import re
 from typing import Final
 
 import attrs
+
 from rxcord.core.errors import RxcordError
 
 _UTF8_BOM: Final = b"\xef\xbb\xbf"

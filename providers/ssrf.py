@@ -66,8 +66,9 @@ from typing import Any, Final
 import aiohttp
 import attrs
 from aiohttp.abc import AbstractResolver, ResolveResult
-from rxcord.core.errors import InputError, SsrfRefusedError
 from yarl import URL
+
+from rxcord.core.errors import InputError, SsrfRefusedError
 
 Resolver = Callable[[str], Awaitable[Sequence[str]]]
 """Resolve a host name to IP address strings."""

@@ -69,6 +69,8 @@ import reactivex
 from loguru import logger
 from reactivex import abc
 from reactivex.disposable import Disposable
+from yarl import URL
+
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.redact import Redactor, credentials_in
@@ -80,7 +82,6 @@ from rxcord.providers.idle_watch import IdleWatch
 from rxcord.providers.inflate import ACCEPT_ENCODING, Read, UndecodableBodyError, body_reader
 from rxcord.providers.sse import SseLineTooLongError, SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
-from yarl import URL
 
 _log = logger.bind(stage="02-transport")
 

@@ -34,6 +34,7 @@ from typing import Final
 
 import attrs
 from loguru import logger
+
 from rxcord.core.types import (
     ChunkNormalizer,
     ChunkType,

@@ -66,6 +66,7 @@ from typing import Any, Final, Literal
 
 import attrs
 from loguru import logger
+
 from rxcord.core.types import Usage
 
 _log = logger.bind(stage="03-usage")

@@ -23,6 +23,7 @@ from typing import TypeAlias, TypeVar
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
+
 from rxcord.core.state import Delivery
 from rxcord.core.types import Operator
 

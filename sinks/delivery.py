@@ -34,6 +34,7 @@ from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
 from reactivex.subject import Subject
+
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, MissingExtraError, UnknownWebhookError
 

@@ -67,6 +67,7 @@ import reactivex
 from loguru import logger
 from reactivex import Observable, abc
 from reactivex import operators as ops
+
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, InputError
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamState, TypingPulse

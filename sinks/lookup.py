@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import attrs
 from loguru import logger
+
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError
 from rxcord.core.state import SentMessage

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
+
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.state import SentMessage

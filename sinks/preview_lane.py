@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
+
 from rxcord.core.state import Segment
 from rxcord.core.types import Operator
 from rxcord.sinks.edit_in_place import Preview

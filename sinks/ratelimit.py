@@ -166,6 +166,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 from loguru import logger
+
 from rxcord.core.errors import DiscordError
 
 _log = logger.bind(stage="07-ratelimit")

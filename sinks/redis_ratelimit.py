@@ -109,6 +109,7 @@ from typing import Final
 
 import attrs
 from loguru import logger
+
 from rxcord.core.errors import InputError, MissingExtraError
 
 try:

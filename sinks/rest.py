@@ -78,6 +78,7 @@ from typing import Any, Final
 import aiohttp
 import attrs
 from loguru import logger
+
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
 from rxcord.core.state import SentMessage

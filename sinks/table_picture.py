@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import attrs
 from PIL import Image, ImageDraw, ImageFont
+
 from rxcord.operators.md_tables import Table, parse_table, render_table
 from rxcord.sinks.split_message import split_message
 from rxcord.sinks.uploads import FILES, Upload

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 import attrs
+
 from rxcord.core.config import StreamContext
 from rxcord.core.state import SentMessage
 from rxcord.sinks.uploads import split_uploads

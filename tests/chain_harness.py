@@ -7,6 +7,7 @@ from typing import Any
 
 import reactivex
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline, Stage
 from rxcord.core.config import Guards, StreamConfig, StreamContext

@@ -12,15 +12,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rxcord.compose.pipeline import stage03
-from rxcord.core.types import Batch
-from rxcord.io.replay import Chunking, ReplayServer
-from rxcord.providers.anthropic import AnthropicAdapter
-from rxcord.providers.google import GoogleAdapter
-from rxcord.providers.openai import OpenAIAdapter
-from rxcord.providers.sse import SseParser
-from rxcord.providers.transport import _event_chunk, _event_chunks
-from rxcord.sinks.emulator import EmulatorConfig
 
 from bench.discord import lower_bound
 from bench.gcwatch import TUNED_THRESHOLDS, GcWatch, tuned_gc
@@ -30,6 +21,15 @@ from bench.report import Report, Row
 from bench.server import split_events, split_random
 from bench.stages import batches_of, interleaved
 from bench.stats import percentile
+from rxcord.compose.pipeline import stage03
+from rxcord.core.types import Batch
+from rxcord.io.replay import Chunking, ReplayServer
+from rxcord.providers.anthropic import AnthropicAdapter
+from rxcord.providers.google import GoogleAdapter
+from rxcord.providers.openai import OpenAIAdapter
+from rxcord.providers.sse import SseParser
+from rxcord.providers.transport import _event_chunk, _event_chunks
+from rxcord.sinks.emulator import EmulatorConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import rxcord
 import yaml
+
+import rxcord
 
 ROOT = Path(__file__).resolve().parent.parent
 API = ROOT / "docs" / "api"

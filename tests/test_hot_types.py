@@ -17,6 +17,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rxcord.core.state import StreamState
 from rxcord.core.types import (
     ChunkType,

@@ -7,6 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
 from rxcord.cli.chat import API_KEY_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import rxcord
 import yaml
+
+import rxcord
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rxcord
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,6 +231,7 @@ def _package_modules() -> list[Any]:
 def test_logging_is_one_namespace_switched_as_a_whole() -> None:
     """logger.enable("rxcord") turns on log lines of every subpackage; disable turns them off."""
     from loguru import logger
+
     from rxcord.providers import openai_wire
 
     lines: list[str] = []

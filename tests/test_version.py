@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
 import rxcord
 from rxcord.cli.main import main
 from rxcord.sinks.rest import USER_AGENT

@@ -38,6 +38,7 @@ import discord
 import yarl
 from discord import app_commands
 from loguru import logger
+
 from rxcord import (
     AnthropicAdapter,
     Candidate,

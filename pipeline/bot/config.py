@@ -37,6 +37,7 @@ from typing import Any, Final
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
 from rxcord import DeliveryMode, FunctionCall, InputError, TableStyle, ToolSpec
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.providers.ssrf import endpoint_url, precheck

@@ -23,6 +23,7 @@ import aiohttp
 import attrs
 import yarl
 from loguru import logger
+
 from rxcord import DiscordError, ImagePart, Message, RateLimiter, Role, TextPart
 from rxcord.bot.config import ContextLimits
 from rxcord.sinks.ratelimit import Route

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loguru import logger
+
 from rxcord import InputError, MissingCredentialError
 from rxcord.bot.config import BotConfig, load_config
 from rxcord.bot.runtime import restore_collector, tuned_collector

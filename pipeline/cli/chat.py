@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Final
 
 import aiohttp
+
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import InputError, MissingCredentialError

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import aiohttp
 import attrs
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message

@@ -23,6 +23,7 @@ from typing import TextIO, TypeVar
 
 import attrs
 from reactivex import Observable, abc
+
 from rxcord.core.types import Operator
 
 _T = TypeVar("_T")

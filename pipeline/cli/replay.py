@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
+
 from rxcord.cli.progress import Progress
 from rxcord.cli.report import report_from_result, to_json_obj
 from rxcord.compose.pipeline import Pipeline, Stage, StageContext

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 import cattrs
+
 from rxcord.core.state import StreamResult
 from rxcord.core.types import FunctionCall, ProviderError, Usage
 

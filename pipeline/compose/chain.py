@@ -35,6 +35,7 @@ from typing import Any
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
+
 from rxcord.compose.pipeline import Merge, Pipeline, Send, StageContext
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.redact import Redactor

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from loguru import logger
+
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Segment, SentMessage

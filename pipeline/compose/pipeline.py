@@ -79,6 +79,7 @@ import attrs
 import reactivex
 from loguru import logger
 from reactivex import Observable, abc
+
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.redact import Redactor
 from rxcord.core.state import Delivery, Segment, StreamState, TypingPulse

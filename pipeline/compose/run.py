@@ -23,6 +23,7 @@ import attrs
 from loguru import logger
 from reactivex import Observable
 from reactivex import operators as ops
+
 from rxcord.compose.accounting import abandon, begin_hold, denied_result, model_of, settle
 from rxcord.compose.chain import build_chain
 from rxcord.compose.notices import post_notice, stream_notice

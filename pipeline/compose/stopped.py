@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
+
 from rxcord.core.state import SentMessage, StreamResult
 from rxcord.core.types import StreamStatus, Usage
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import aiohttp
 import attrs
+
 from rxcord.compose.pipeline import Pipeline
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import Candidate, KeyCooldown, ToolHandler, TurnResult, run_turn

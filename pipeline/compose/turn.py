@@ -56,6 +56,7 @@ from typing import Any
 import aiohttp
 import attrs
 from loguru import logger
+
 from rxcord.compose.notices import denial_embed, notice_embed, owned_denial, post_notice
 from rxcord.compose.pipeline import Pipeline
 from rxcord.compose.run import stream_to_discord
@@ -106,7 +107,7 @@ def fallback_order(
     *,
     base_url: str | None = None,
 ) -> list[Candidate]:
-    """Candidates in the seeds' order: every key of the first model, then every key of the next model."""
+    """Candidates in fallback order: every key of the first model, then every key of the next model."""
     return [
         Candidate(
             adapter=adapter,

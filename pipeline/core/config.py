@@ -12,6 +12,7 @@ import enum
 from typing import Any
 
 import attrs
+
 from rxcord.core.errors import InputError
 from rxcord.core.types import DeliveryMode
 

@@ -29,6 +29,7 @@ __all__ = (
 )
 
 import attrs
+
 from rxcord.core.types import StopKind
 
 

@@ -44,6 +44,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import attrs
+
 from rxcord.core.errors import RxcordError
 from rxcord.core.types import ProviderError
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 import attrs
+
 from rxcord.core.types import FunctionCall, ThoughtLogEntry
 
 

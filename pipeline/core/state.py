@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
 from rxcord.core.types import (
     FinishReason,
     FunctionCall,

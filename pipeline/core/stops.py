@@ -17,6 +17,7 @@ from loguru import logger
 from reactivex import Observable
 from reactivex.scheduler import ImmediateScheduler
 from reactivex.subject import ReplaySubject
+
 from rxcord.core.types import StopKind, StopSignal
 
 _log = logger.bind(stage="04-stops")

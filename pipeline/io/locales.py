@@ -31,6 +31,7 @@ from typing import Final
 
 import attrs
 from loguru import logger
+
 from rxcord.core import safe_json
 from rxcord.core.locale import LocaleText, locale_chain, normalize_locale, use_locale_text
 

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from loguru import logger
+
 from rxcord.core.errors import MissingExtraError
 from rxcord.core.stops import StopRegistry
 from rxcord.core.types import StopKind

@@ -55,6 +55,8 @@ from typing import Any, Final, Protocol
 import aiohttp
 import attrs
 from loguru import logger
+from yarl import URL
+
 from rxcord.core import safe_json
 from rxcord.core.errors import SsrfRefusedError
 from rxcord.core.types import ErrorType, ProviderError, Usage
@@ -108,7 +110,6 @@ from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_con
 from rxcord.providers.keys import KeyCooldown, key_failure
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, same_origin
 from rxcord.providers.usage import report_usage
-from yarl import URL
 
 _log = logger.bind(stage="decisions")
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
+
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.types import Answer, DecisionProtocol, Question
 from rxcord.providers.decisions.validate import DecisionValidationError, TruncationReport

@@ -15,6 +15,7 @@ import math
 from typing import Any, TypeVar
 
 import cattrs
+
 from rxcord.core.errors import RxcordError
 
 _T = TypeVar("_T")

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
+
 from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
 from rxcord.providers.hooks import begin_provider_request, request_hook_registered

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, TypeAlias, TypeVar
 
 import attrs
+
 from rxcord.core.errors import RxcordError
 from rxcord.providers.decisions.types import (
     DecisionCapability,

@@ -44,6 +44,7 @@ import enum
 from typing import Literal, TypeAlias
 
 import attrs
+
 from rxcord.core.types import Usage
 from rxcord.providers.hooks import ProviderRequestDeniedError
 

@@ -54,6 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
+
 from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
 from rxcord.core.types import Usage

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.codec import Verdict, bounded_model, usage_object
 from rxcord.providers.decisions.convert import DecisionWireError, structure, unstructure

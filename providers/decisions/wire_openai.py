@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
+
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.codec import Verdict, bounded_model, bounded_request_id, header, usage_object
 from rxcord.providers.decisions.convert import DecisionWireError, structure, unstructure

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from aiohttp import web
 from aiohttp.typedefs import Handler as _Middleware
+
 from rxcord.core.errors import RxcordError
 from rxcord.sinks import webui
 from rxcord.sinks.emulator.config import (

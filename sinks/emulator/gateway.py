@@ -41,6 +41,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import WSMsgType, web
+
 from rxcord.core import safe_json
 from rxcord.sinks.emulator.config import GATEWAY_PATH
 from rxcord.sinks.emulator.events import EmulatorEvent

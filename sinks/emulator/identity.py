@@ -7,6 +7,7 @@ __all__ = ("install",)
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
+
 from rxcord.sinks.emulator.config import ROUTE_APPLICATION, ROUTE_GATEWAY, ROUTE_ME
 from rxcord.sinks.emulator.wire import json_response, user_object
 

@@ -36,6 +36,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
+
 from rxcord.sinks.emulator import threads
 from rxcord.sinks.emulator.config import API_PREFIX
 from rxcord.sinks.emulator.events import EmulatorEvent

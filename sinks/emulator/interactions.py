@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from aiohttp import web
+
 from rxcord.sinks.emulator.guild import EVERYONE_PERMISSIONS
 from rxcord.sinks.emulator.store import CREATE_FLAGS, EPHEMERAL, LOADING
 from rxcord.sinks.emulator.validation import (

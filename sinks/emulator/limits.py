@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import attrs
 from aiohttp import web
+
 from rxcord.sinks.emulator.config import Scope
 from rxcord.sinks.emulator.wire import json_response
 

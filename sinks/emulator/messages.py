@@ -7,6 +7,7 @@ __all__ = ("install",)
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+
 from rxcord.sinks.emulator.config import (
     ROUTE_CREATE,
     ROUTE_DELETE,

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+
 from rxcord.sinks.emulator.wire import json_response
 
 _LOOPBACK_NAMES: Final = frozenset({"localhost"})

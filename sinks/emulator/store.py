@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
+
 from rxcord.sinks.emulator.config import DISCORD_EPOCH_MS, EmulatorConfig
 from rxcord.sinks.emulator.events import EventHub
 from rxcord.sinks.emulator.rich import components_response, embed_response

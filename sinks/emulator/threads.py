@@ -11,6 +11,7 @@ __all__ = ("install", "start_thread")
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
+
 from rxcord.sinks.emulator.validation import ApiError, form_error, read_payload
 from rxcord.sinks.emulator.wire import json_response
 

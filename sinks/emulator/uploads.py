@@ -16,6 +16,7 @@ __all__ = ("install", "uploaded")
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
 from rxcord.sinks.emulator.validation import form_error
 
 if TYPE_CHECKING:

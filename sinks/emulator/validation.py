@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+
 from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError
 from rxcord.sinks.emulator.rich import check_components, check_embed_types

@@ -13,6 +13,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
 from rxcord.sinks.emulator.config import (
     ROUTE_EXECUTE,
     ROUTE_WEBHOOK,

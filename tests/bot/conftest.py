@@ -11,6 +11,7 @@ import aiohttp
 import attrs
 import pytest
 from aiohttp import web
+
 from rxcord.bot.app import RxcordBot
 from rxcord.bot.config import BotConfig, parse_config
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from loguru import logger
+
 from rxcord import StreamStatus
 from rxcord.bot.app import RxcordBot
-
 from tests.bot.conftest import BOB, GENERAL, TESTING, World, eventually, idle
 
 

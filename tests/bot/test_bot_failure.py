@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from rxcord.core.errors import DiscordError
 from rxcord.sinks.emulator import ROUTE_CREATE, Fault
-
 from tests.bot.conftest import GENERAL, World, eventually
 
 

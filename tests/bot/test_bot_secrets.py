@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rxcord import StreamStatus
 
+from rxcord import StreamStatus
 from tests.bot.conftest import GENERAL, World, eventually
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib import resources
 
 import pytest
+
 from rxcord import TableStyle
 from rxcord.bot.config import parse_config
 

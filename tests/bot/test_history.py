@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rxcord import DeliveryMode, ImagePart, MissingCredentialError, Role, TextPart
 from rxcord.bot.app import permitted, resolve_secrets
 from rxcord.bot.config import ConfigError, ContextLimits, parse_config

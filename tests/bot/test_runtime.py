@@ -7,6 +7,7 @@ from importlib import resources
 from typing import Any
 
 import pytest
+
 from rxcord.bot import app, runtime
 from rxcord.bot.config import ConfigError, parse_config
 from rxcord.bot.run import serve_bot

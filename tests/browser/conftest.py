@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
 T = TypeVar("T")
 

@@ -12,11 +12,11 @@ import discord
 import pytest
 import yarl
 from discord import app_commands
-from rxcord.sinks.emulator import DiscordEmulator
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from rxcord.sinks.emulator import DiscordEmulator
 from tests.browser.conftest import ServerThread, wait_for
 
 pytestmark = pytest.mark.browser

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from rxcord.sinks.webui import mount
 from selenium import webdriver
 
+from rxcord.sinks.webui import mount
 from tests.browser.conftest import ServerThread, wait_for
 
 pytestmark = pytest.mark.browser

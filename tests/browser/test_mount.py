@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+
 from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.webui import ASSET_PREFIX, ASSETS, mount, page_url
 

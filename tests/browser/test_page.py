@@ -13,6 +13,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 from PIL import Image
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
@@ -24,10 +28,6 @@ from rxcord.providers.registry import default_registry
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.rest import RestSink
-from selenium import webdriver
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-
 from tests.browser.conftest import ARTIFACTS, ServerThread, wait_for
 
 pytestmark = pytest.mark.browser

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from rxcord.cli.main import main
 from rxcord.io.replay import ReplayServer
 from rxcord.sinks.emulator import DiscordEmulator
-
 from tests.conftest import DEMO_DATA
 
 THINK = (DEMO_DATA / "openai_think_leak.sse").read_bytes()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from rxcord.cli.main import main
 
+from rxcord.cli.main import main
 from tests.conftest import DEMO_DATA
 
 CONTRACT_KEYS = {

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError

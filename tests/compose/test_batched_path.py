@@ -20,6 +20,7 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
+
 from rxcord.compose.pipeline import Pipeline, Stage, stage03
 from rxcord.core.config import StreamConfig
 from rxcord.core.request import ChatRequest, Message
@@ -39,7 +40,6 @@ from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.registry import default_registry
 from rxcord.providers.sse import SseParser
 from rxcord.providers.transport import TransportConfig, _event_chunks, stream_source
-
 from tests.chain_harness import run_reads
 from tests.conftest import CAPTURES
 

@@ -9,6 +9,7 @@ import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.compose.chain import build_chain
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse

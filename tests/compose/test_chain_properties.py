@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import StreamResult
 from rxcord.core.types import DeliveryMode
-
 from tests.chain_harness import run_planned
 from tests.strategies import cut
 

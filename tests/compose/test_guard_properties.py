@@ -15,6 +15,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.state import StreamResult
 from rxcord.core.types import (
@@ -25,7 +26,6 @@ from rxcord.core.types import (
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openai_wire import ChatCompletionsAdapter
-
 from tests.chain_harness import TextFeed, run_planned
 from tests.strategies import cut
 

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import pytest
 from aiohttp import web
+
 from rxcord.compose.turn import DEFAULT_KEY_COOLDOWN, KeyCooldown, fallback_order, key_failure, run_turn
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StreamStatus
@@ -27,7 +28,6 @@ from rxcord.providers.hooks import (
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
-
 from tests.providers.test_openai_wire import load_json
 
 LOCAL = TransportConfig(allow_private_network=True)

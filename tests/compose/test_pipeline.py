@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.compose import pipeline as pipeline_module
 from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline, Stage, stage03
@@ -31,7 +32,6 @@ from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
-
 from tests.providers.test_openai_wire import raws, sse_events
 
 DEFAULT_NAMES = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamContext
 from rxcord.core.request import ChatRequest, Message, SamplerSettings

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Usage

@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.stopped import estimate_tokens, estimated_usage, held_messages, prompt_chars
 from rxcord.compose.turn import Candidate, run_turn
@@ -331,6 +332,7 @@ async def test_generated_text_is_the_models_and_discord_text_is_the_channels(mod
     """A filter between ``flush`` and ``deliver`` changes the text: ``generated_text`` is what the
     model wrote, ``discord_text`` what the channel holds; the old field names read the same."""
     from reactivex import operators as ops
+
     from rxcord.compose.pipeline import Pipeline
     from rxcord.core.state import Segment
 

@@ -17,6 +17,7 @@ import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.compose.chain import build_chain
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
@@ -31,7 +32,6 @@ from rxcord.operators.stream_deadline import deadline_signal, with_deadline
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
-
 from tests.marbles import marbles
 
 CHUNKS = {c: ProcessedChunk.text(c) for c in "abcdefg"}

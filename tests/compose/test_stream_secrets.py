@@ -20,6 +20,7 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from loguru import logger
+
 from rxcord.compose.pipeline import Pipeline, Stage, StageContext, stage03
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import Guards, StreamConfig
@@ -41,7 +42,6 @@ from rxcord.operators.redact_secrets import redact_secrets
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
-
 from tests.chain_harness import run_reads
 from tests.strategies import CUTS, cut
 

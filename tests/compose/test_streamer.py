@@ -13,6 +13,7 @@ from importlib import resources
 import aiohttp
 import attrs
 import pytest
+
 import rxcord
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.streamer import Streamer

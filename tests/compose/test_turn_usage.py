@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from loguru import logger
+
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import FunctionCall, Usage

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamContext
 from rxcord.core.request import ChatRequest, Message, ToolSpec

@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 import attrs
 import pytest
+
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
@@ -41,7 +42,6 @@ from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.rest import Backoff, RestSink
-
 from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited
 from tests.faults.fake_provider import FakeProvider, Plan
 

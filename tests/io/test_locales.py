@@ -10,6 +10,7 @@ from typing import Any
 
 import discord
 import pytest
+
 from rxcord.bot.app import RxcordBot
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamConfig, StreamContext

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from loguru import logger
+
 from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import StopKind, StopSignal
 from rxcord.io.stop_bus import RedisStopBus
-
 from tests.redis_server import RedisProxy, Restartable, redis_url, restartable_redis
 
 __all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from reactivex import operators as ops
+
 from rxcord.core.state import StreamState
 from rxcord.core.types import (
     ErrorType,
@@ -20,7 +21,6 @@ from rxcord.core.types import (
     Usage,
 )
 from rxcord.operators.accumulate import accumulate, route
-
 from tests.marbles import marbles
 
 CALL = FunctionCall(name="lookup", args={"q": "x"}, id="c1")

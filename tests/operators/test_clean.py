@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from reactivex import Observable
 from reactivex.notification import OnError
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.core.config import RenderModifiers, StreamConfig
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, SegmentKind
 from rxcord.operators.clean import SegmentCleaner, _clean_once, _is_clean, clean, clean_text
 from rxcord.operators.render import split_code
-
 from tests.marbles import marbles
 
 ZWSP = "\u200b"

@@ -9,6 +9,7 @@ from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.subject import ReplaySubject
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamState
 from rxcord.core.stops import StopHandle
 from rxcord.core.types import (
@@ -27,7 +28,6 @@ from rxcord.operators.collect_result import ResultBuilder, collect_result, compi
 from rxcord.operators.normalize import normalize
 from rxcord.operators.stop_after import stop_after
 from rxcord.sinks.deliver import deliver
-
 from tests.marbles import marbles
 
 

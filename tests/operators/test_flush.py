@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.subject import Subject
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment, StreamState
 from rxcord.core.types import (
@@ -28,7 +29,6 @@ from rxcord.operators.markdown_scan import MarkdownScanner
 from rxcord.operators.md_tables import render_table
 from rxcord.operators.reasoning_tags import CLOSE_RE, DETAILS_CLOSE_RE, DETAILS_OPEN_RE, OPEN_RE
 from rxcord.sinks.split_message import split_message
-
 from tests.marbles import marbles
 from tests.sinks.test_split_message import fences_balanced, reconstruct
 from tests.strategies import CUTS, cut

@@ -6,6 +6,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.config import StreamConfig, TableStyle
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, SegmentKind

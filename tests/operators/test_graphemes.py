@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rxcord.operators.graphemes import display_width, is_grapheme_boundary
 
 

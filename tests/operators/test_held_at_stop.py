@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from reactivex.testing.marbles import marbles_testing
+
 from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import StreamResult
@@ -35,7 +36,6 @@ from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.nvidia import NvidiaAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
-
 from tests.chain_harness import run_reads, wire_events
 
 ANSWER = ["Hello! ", "Here is ", "my answer ", "to your ", "question."]

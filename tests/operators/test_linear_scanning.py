@@ -17,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.subject import Subject
 from reactivex.testing import TestScheduler
+
+from bench.linear import SHAPES
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment, StreamState
 from rxcord.core.types import DeliveryMode, SegmentKind, StreamStatus
@@ -37,8 +39,6 @@ from rxcord.operators.flush import YIELD_AT, Flusher
 from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
 from rxcord.operators.mentions import resolve_mentions
 from rxcord.operators.render import force_lowercase, punctuation_roll, split_sentences
-
-from bench.linear import SHAPES
 from tests.sinks.test_split_linear import ADVERSARIAL_TEXT
 from tests.sinks.test_split_message import reconstruct
 from tests.strategies import CUTS, cut

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.operators.cut_policy import Fence, Level
 from rxcord.operators.graphemes import is_grapheme_boundary
 from rxcord.operators.markdown_scan import MarkdownScanner
 from rxcord.operators.md_cuts import Cut, CutList, NullCuts
-
 from tests.strategies import cut as chunked
 
 ATOMS = [

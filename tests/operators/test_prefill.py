@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from reactivex import operators as ops
+
 from rxcord.core.types import FinishReason, ProcessedChunk
 from rxcord.operators.prefill import PrefillJoiner, prefill
-
 from tests.marbles import marbles
 
 

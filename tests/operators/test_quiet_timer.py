@@ -7,6 +7,7 @@ from typing import Any
 
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
+
 from rxcord.operators.quiet_timer import QuietTimer, seconds_clock
 
 

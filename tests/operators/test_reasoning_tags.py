@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode, SegmentKind
 from rxcord.operators.clean import clean_text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.redact import REDACTED, Redactor, SecretHoldback
 from rxcord.core.types import (
     ChunkType,
@@ -15,7 +16,6 @@ from rxcord.core.types import (
     ThoughtLogEntry,
 )
 from rxcord.operators.redact_secrets import TAIL, redact_secrets, tail_at_stop
-
 from tests.strategies import CUTS, cut
 from tests.work import assert_linear
 

@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.config import RenderModifiers
 from rxcord.operators.render import (
     COMMA_SPLIT_P,

@@ -12,6 +12,7 @@ from reactivex import Observer
 from reactivex.notification import OnError, OnNext
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.subscription import Subscription
+
 from rxcord.core.types import (
     ChunkType,
     FunctionCall,
@@ -23,7 +24,6 @@ from rxcord.core.types import (
     Usage,
 )
 from rxcord.operators.speaker_guard import SpeakerGuard, speaker_guard
-
 from tests.marbles import marbles
 
 NAMES = ("User", "Alice")

@@ -10,9 +10,9 @@ import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest
+
 from rxcord.core.types import FunctionCall, ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.spill_guard import DEFAULT_DECISION_LIMIT, SpillGuard, spill_guard
-
 from tests.marbles import marbles
 from tests.strategies import cut as _cut
 

@@ -8,9 +8,9 @@ from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.subject import ReplaySubject, Subject
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.core.types import ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.stop_gate import stop_gate
-
 from tests.marbles import marbles
 
 A, B, C = (ProcessedChunk.text(t) for t in "abc")

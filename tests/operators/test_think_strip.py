@@ -11,6 +11,7 @@ import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest
+
 from rxcord.core.types import (
     ErrorType,
     FunctionCall,
@@ -22,7 +23,6 @@ from rxcord.core.types import (
 from rxcord.operators.code_spans import CodeTracker
 from rxcord.operators.reasoning_tags import TAG_RE, split_think_blocks
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
-
 from tests.marbles import marbles
 from tests.strategies import CUTS, THINK_MARKDOWN, cut
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
 from rxcord.operators import code_spans, reasoning_tags, think_strip
 from rxcord.operators.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY, ThinkStripper
-
 from tests.work import count_work
 
 SIZE = 1000

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from reactivex import operators as ops
+
 from rxcord.core.types import ChunkType, FinishReason, ProcessedChunk
 from rxcord.operators.thread_text import thread_text
-
 from tests.marbles import marbles
 
 

@@ -16,6 +16,7 @@ from reactivex import operators as ops
 from reactivex.notification import OnNext
 from reactivex.subject import ReplaySubject
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.cli.main import main
 from rxcord.cli.progress import Progress, iterate
 from rxcord.cli.replay import ReplayOptions, run_replay
@@ -44,7 +45,6 @@ from rxcord.operators.timeline import (
     TimelineEvent,
 )
 from rxcord.sinks.emulator import EmulatorConfig
-
 from tests.conftest import DEMO_DATA
 from tests.marbles import marbles
 

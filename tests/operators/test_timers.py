@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.core.state import Segment, TypingPulse
 from rxcord.core.types import ChunkType, ErrorType, ProcessedChunk, SegmentKind
 from rxcord.operators.idle_timeout import idle_timeout
 from rxcord.operators.typing_heartbeat import typing_heartbeat
-
 from tests.marbles import marbles
 
 A, B = ProcessedChunk.text("a"), ProcessedChunk.text("b")

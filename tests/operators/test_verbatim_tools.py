@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest
+
 from rxcord.core.types import (
     ChunkType,
     ErrorType,
@@ -24,7 +25,6 @@ from rxcord.core.types import (
     Usage,
 )
 from rxcord.operators.verbatim_tools import MAX_CALL_CHARS, VerbatimToolParser, verbatim_tools
-
 from tests.marbles import marbles
 from tests.strategies import cut as split_at
 from tests.work import assert_linear

@@ -10,6 +10,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.compose.pipeline import stage03
 from rxcord.core.config import Guards
 from rxcord.core.errors import InputError
@@ -17,7 +18,6 @@ from rxcord.core.request import ChatRequest, Message, SamplerSettings, ToolSpec
 from rxcord.core.types import ChunkType, ErrorType, ProcessedChunk, ProviderError, RawStreamChunk
 from rxcord.providers.base import DegradationPolicy, HttpRequest, ProviderAdapter
 from rxcord.providers.registry import PROVIDERS, default_registry
-
 from tests.providers.test_openai_wire import sse_events
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"

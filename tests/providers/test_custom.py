@@ -8,7 +8,6 @@ from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.errors import classify_http_error
 from rxcord.providers.openai_wire import ChatCompletionsNormalizer
-
 from tests.providers.test_openai_wire import (
     calls_of,
     load_json,

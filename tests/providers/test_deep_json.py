@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rxcord.cli.main import main
 from rxcord.core import safe_json
 from rxcord.core.errors import RxcordError

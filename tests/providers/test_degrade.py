@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.types import ErrorType, ProviderError
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.degrade import IMAGE_REMOVED_NOTICE, Degrader, encode_body, has_images, named_parameters
@@ -16,7 +17,6 @@ from rxcord.providers.errors import classify_http_error, classify_stream_error
 from rxcord.providers.nvidia import NVIDIA_POLICY
 from rxcord.providers.openai import OPENAI_POLICY
 from rxcord.providers.openrouter import OPENROUTER_POLICY
-
 from tests.providers.test_openai_wire import load_json, sse_events
 
 IMAGE = "data:image/png;base64," + "A" * 50_000

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, StreamStatus
 from rxcord.io.replay import ReplayServer
@@ -23,7 +24,6 @@ from rxcord.providers.errors import (
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
-
 from tests.providers.test_openai_wire import load_json
 
 # -- model unknown or unavailable: model_error --------------------------------------------------

@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.types import ErrorType, ProviderError
 from rxcord.providers.errors import (
     classify_exception,
@@ -18,7 +19,6 @@ from rxcord.providers.errors import (
     error_facts,
     scrub,
 )
-
 from tests.providers.test_openai_wire import load_json, sse_events
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Batch, RawStreamChunk
 from rxcord.io.replay import Chunking, ReplayServer

@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.types import ChunkType, ProcessedChunk, RawStreamChunk
 from rxcord.providers.openai import OpenAIAdapter
 

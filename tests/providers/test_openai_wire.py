@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
+
 from rxcord.compose.pipeline import stage03
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
@@ -43,7 +44,6 @@ from rxcord.providers.openai_wire import (
     has_meaningful_output,
     normalize_finish_reason,
 )
-
 from tests.strategies import cut as _split
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+
 from rxcord.cli.main import main
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import fallback_order, run_turn

@@ -4,6 +4,7 @@ Gemini's ``includeThoughts`` only to models that think (Gemini requests have no 
 from __future__ import annotations
 
 import pytest
+
 from rxcord.core.request import ChatRequest, Message
 from rxcord.providers.google import GoogleAdapter, supports_thoughts
 from rxcord.providers.openai import OpenAIAdapter

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.types import ChunkType, ProcessedChunk, RawStreamChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.providers import resend
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.resend import MIN_RESENT_CHARS, ResendFilter, resent_overlap
-
 from tests.work import assert_linear
 
 ADAPTER = GoogleAdapter()

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rxcord.core.errors import RxcordError
 from rxcord.providers.sse import SseEvent, SseLineTooLongError, SseParser
 

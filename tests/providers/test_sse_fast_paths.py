@@ -11,6 +11,7 @@ import itertools
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rxcord.providers.sse import SseParser
 
 _line = st.one_of(

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.errors import RxcordError, SsrfRefusedError

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from rxcord.bot.config import ConfigError, parse_config
 from rxcord.cli.main import main
 from rxcord.compose.run import stream_to_discord
@@ -46,7 +47,6 @@ from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.ssrf import OPT_OUT, SsrfGuard, default_base_url, is_custom_endpoint
 from rxcord.providers.transport import TransportConfig, stream_source
 from rxcord.sinks.memory import MemorySink
-
 from tests.conftest import CAPTURES
 
 KEY = "sk-guard-test-7f3a91"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import RawStreamChunk
 from rxcord.io.replay import ReplayServer
@@ -27,7 +28,6 @@ from rxcord.providers.nvidia import NvidiaAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
-
 from tests.faults.fake_provider import FakeProvider, Plan
 
 SSE = "text/event-stream"

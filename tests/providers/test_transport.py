@@ -11,6 +11,7 @@ import attrs
 import pytest
 from aiohttp import web
 from loguru import logger
+
 from rxcord.core.request import ChatRequest, ImagePart, Message, SamplerSettings
 from rxcord.core.types import ErrorType, RawStreamChunk
 from rxcord.io.replay import Chunking, ReplayServer

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from rxcord.cli.replay import ReplayOptions, run_replay
 from rxcord.core.types import ErrorType, StreamStatus
 from rxcord.providers.unrecognized import UNRECOGNIZED_CODE

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
+
 from rxcord.core.types import ErrorType, ProviderError, Usage
 from rxcord.providers.hooks import (
     DenialCopy,
@@ -32,7 +33,6 @@ from rxcord.providers.usage import (
     usage_callback,
     with_usage_callback,
 )
-
 from tests.providers.test_openai_wire import sse_events
 
 # -- OpenAI-compatible ---------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.types import Usage
 from rxcord.providers.decisions import DecisionProtocol, FailureCategory
 from rxcord.providers.decisions.types import DecisionFailed
@@ -28,7 +29,6 @@ from rxcord.providers.usage import (
     usage_problem,
     with_usage_callback,
 )
-
 from tests.providers.decisions.server import DecisionsServer
 from tests.providers.decisions.test_call import run
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
@@ -20,7 +21,6 @@ from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, EmulatorConfig, Fault
 from rxcord.sinks.ratelimit import RateLimiter
 from rxcord.sinks.rest import Backoff, RestSink
-
 from tests.conftest import DEMO_DATA
 
 LONG = (DEMO_DATA / "openrouter_reasoning_code.sse").read_bytes()

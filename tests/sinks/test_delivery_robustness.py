@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 import reactivex
 from reactivex.subject import Subject
+
 from rxcord.compose.chain import build_chain
 from rxcord.core.config import RenderModifiers, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
@@ -24,7 +25,6 @@ from rxcord.core.types import DeliveryMode, RawStreamChunk, StopKind, StreamStat
 from rxcord.operators.aio import drain
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
-
 from tests.chain_harness import TextFeed
 
 MODES = [DeliveryMode.AGGREGATED, DeliveryMode.LIVE]

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.subject import Subject
+
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, Segment, SentMessage
 from rxcord.core.types import DeliveryMode, SegmentKind
@@ -19,7 +20,6 @@ from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.flush import Flusher
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.delivery import DiscordDelivery
-
 from tests.sinks.test_split_message import fences_balanced
 from tests.strategies import CUTS, cut
 

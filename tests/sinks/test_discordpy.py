@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import discord
 import pytest
+
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError
@@ -16,7 +17,6 @@ from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.discordpy import DiscordPySink
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
-
 from tests.conftest import DEMO_DATA
 
 LOCAL = TransportConfig(allow_private_network=True)  # the replay server is on 127.0.0.1

@@ -17,6 +17,7 @@ import reactivex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
+
 from rxcord import ChatRequest, Message, OpenRouterAdapter, ReplayServer, TransportConfig, stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError

@@ -14,6 +14,7 @@ import pytest
 import reactivex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
 from rxcord import (
     ChatRequest,
     CustomAdapter,

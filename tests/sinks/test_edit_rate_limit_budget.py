@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
@@ -18,7 +19,6 @@ from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
 from rxcord.sinks.rest import RestSink
-
 from tests.faults.fake_discord import FakeDiscord, rate_limited
 from tests.sinks.test_rate_limit_budget import CHANNEL, _creates, _limiter
 from tests.sinks.test_ratelimit import FakeTime

@@ -15,6 +15,7 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
+
 from rxcord.core.config import StreamConfig, StreamContext, TableStyle
 from rxcord.core.state import SentMessage
 from rxcord.core.types import DeliveryMode, SegmentKind, StopKind
@@ -25,7 +26,6 @@ from rxcord.operators.md_tables import render_table
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.edit_in_place import EditInPlaceDelivery, Preview, edit_flush, preview_segments
 from rxcord.sinks.memory import MemorySink
-
 from tests.sinks.test_edit_in_place import _aggregated, _cut, _states
 from tests.sinks.test_table_pictures import TEXT, WIDE
 

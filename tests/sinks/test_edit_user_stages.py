@@ -10,6 +10,7 @@ import pytest
 import reactivex
 from reactivex import operators as ops
 from reactivex.testing import ReactiveTest, TestScheduler
+
 from rxcord.compose.chain import build_chain
 from rxcord.compose.pipeline import Pipeline
 from rxcord.core.config import StreamConfig, StreamContext
@@ -21,7 +22,6 @@ from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.edit_in_place import EditInPlaceDelivery, Preview, through_lane
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.preview_lane import around_previews
-
 from tests.chain_harness import TextFeed
 from tests.sinks.test_edit_in_place import EditRecorder
 

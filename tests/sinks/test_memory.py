@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError
 from rxcord.core.types import StopKind

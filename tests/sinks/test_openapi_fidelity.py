@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment
 from rxcord.core.types import ErrorType, ProviderError, SegmentKind

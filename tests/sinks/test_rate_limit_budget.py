@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
@@ -18,7 +19,6 @@ from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.ratelimit import DEFAULT_RETRY_BUDGET, MIN_RETRY_CHARGE, RateLimiter, RateLimitError, Route
 from rxcord.sinks.rest import RestSink
-
 from tests.faults.fake_discord import FakeDiscord, rate_limited
 from tests.sinks.test_ratelimit import CREATE, FakeTime
 

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from loguru import logger
+
 from rxcord.core.config import StreamContext
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
 from rxcord.sinks.ratelimit import RateLimiter, Route, make_limiter
 from rxcord.sinks.redis_ratelimit import RedisStore, token_namespace
 from rxcord.sinks.rest import Backoff, RestSink
-
 from tests.redis_server import Restartable, redis_url, restartable_redis
 
 __all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest

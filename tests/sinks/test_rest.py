@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from loguru import logger
+
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
 from rxcord.core.types import StopKind
@@ -15,7 +16,6 @@ from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
 from rxcord.sinks.rest import Backoff, RestSink, TokenRejectedError
-
 from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited
 
 TOKEN = "emulator-token"
@@ -465,7 +465,6 @@ async def test_reply_notice_links_into_the_thread(fake: FakeDiscord) -> None:
     from rxcord.io.replay import ReplayServer
     from rxcord.providers.openai import OpenAIAdapter
     from rxcord.providers.transport import TransportConfig
-
     from tests.conftest import DEMO_DATA
 
     hook = fake.add_webhook(CHANNEL)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from bench.linear import SHAPES
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, SegmentKind
@@ -21,8 +23,6 @@ from rxcord.sinks import split_message as split_module
 from rxcord.sinks.delivery import MERGE_MESSAGES, DiscordDelivery
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.split_message import cut_pieces, split_message
-
-from bench.linear import SHAPES
 from tests.sinks.test_split_message import fences_balanced, reconstruct
 from tests.work import count_work
 

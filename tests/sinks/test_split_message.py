@@ -10,6 +10,7 @@ from functools import cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.operators.cut_policy import is_blank_piece
 from rxcord.operators.graphemes import is_grapheme_boundary
 from rxcord.operators.markdown_scan import MarkdownScanner

@@ -10,6 +10,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 from PIL import Image
+from yarl import URL
+
 from rxcord.cli.main import main
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext, TableStyle
@@ -24,8 +26,6 @@ from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, Fault
 from rxcord.sinks.rest import RestSink
 from rxcord.sinks.table_picture import DESCRIPTION_MAX, MARGIN, ROW_HEIGHT, draw_table, table_messages
 from rxcord.sinks.uploads import FILES
-from yarl import URL
-
 from tests.sinks.test_delivery_e2e import _answer
 from tests.work import assert_linear
 

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 import pytest
 from loguru import logger
+
 from rxcord.core.types import Usage
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.decisions import (
@@ -51,7 +52,6 @@ from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.ssrf import SsrfGuard
 from rxcord.providers.usage import with_usage_callback
-
 from tests.providers.decisions.server import DecisionsServer
 
 EVIDENCE = "Subject: WIN A FREE CRUISE!!! secret-evidence-text"

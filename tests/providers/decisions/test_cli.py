@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rxcord.cli.main import main
 
+from rxcord.cli.main import main
 from tests.providers.decisions.server import DecisionsServer
 
 QUESTIONS = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from rxcord.providers.decisions.discovery import discover_openrouter_models
 from rxcord.providers.decisions.types import DecisionProtocol
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 
 import attrs
 import pytest
+
 from rxcord.providers.decisions.fetch import (
     BufferedResponse,
     OneShotRequest,

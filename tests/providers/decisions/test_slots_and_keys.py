@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 import attrs
 import pytest
 from loguru import logger
+
 from rxcord.providers.decisions import (
     DecisionCapability,
     DecisionCompleted,
@@ -21,7 +22,6 @@ from rxcord.providers.decisions import (
     reference_for,
 )
 from rxcord.providers.keys import KeyCooldown
-
 from tests.providers.decisions.server import DecisionsServer
 from tests.providers.decisions.test_call import EVIDENCE, LOCAL, QUESTIONS, make_option
 

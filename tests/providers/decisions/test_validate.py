@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.core.errors import RxcordError
 from rxcord.providers.decisions.types import PredicateAnswer, Question, RefusedAnswer
 from rxcord.providers.decisions.validate import (

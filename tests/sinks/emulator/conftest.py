@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
 

@@ -12,8 +12,8 @@ import discord
 import pytest
 import yarl
 from discord import app_commands
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, point_discord_py
 
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, point_discord_py
 from tests.sinks.emulator.support import USER_ID, eventually, next_item, post, running
 
 

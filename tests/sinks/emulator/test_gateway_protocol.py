@@ -10,8 +10,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from tests.sinks.emulator.support import USER_ID, WAIT, eventually, post
 
 GUILDS, GUILD_MESSAGES, TYPING, DMS, CONTENT = 1, 1 << 9, 1 << 11, 1 << 12, 1 << 15

@@ -8,8 +8,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from rxcord.sinks.emulator import ApiError, DiscordEmulator, EmulatorConfig
 
+from rxcord.sinks.emulator import ApiError, DiscordEmulator, EmulatorConfig
 from tests.sinks.emulator.support import USER_ID, WAIT, post
 
 BOT = {"Authorization": "Bot emulator-token"}

@@ -6,8 +6,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from rxcord.sinks.emulator import DiscordEmulator
 
+from rxcord.sinks.emulator import DiscordEmulator
 from tests.sinks.emulator.support import USER_ID, post
 
 BOT = {"Authorization": "Bot emulator-token"}

@@ -11,6 +11,7 @@ import json
 
 import aiohttp
 import pytest
+
 from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.emulator.origin import foreign_request
 

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rxcord.sinks.emulator import (
     DiscordEmulator,
     EmulatorConfig,

@@ -6,6 +6,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.emulator.rich import components_response, embed_response
 from rxcord.sinks.emulator.validation import check_message_payload

@@ -37,8 +37,9 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from schemathesis import GenerationMode, checks
+
+from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 
 ROUTES = Path(__file__).parents[2] / "fixtures" / "discord_openapi" / "routes.json"
 RAW: dict[str, Any] = json.loads(ROUTES.read_text(encoding="utf-8"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from rxcord.sinks.emulator import DiscordEmulator
 
+from rxcord.sinks.emulator import DiscordEmulator
 from tests.sinks.emulator.support import USER_ID, WAIT, post
 
 BOT = {"Authorization": "Bot emulator-token"}
