@@ -162,17 +162,21 @@ def _quote_line_kind(s: str, *, complete: bool) -> int:
         if s[3] not in " \t":
             return _PLAIN
         # Discord renders a block inside the quote: `>>> ```py` opens a fence.
-        rest = s[4:].lstrip(" \t")
-        if not rest:
-            return _QUOTE if complete else -1
-        if rest[0] in "`~":
-            run = _run_len(rest, rest[0])
-            if run >= 3:
-                return _OPEN_CAND
-            if run == len(rest) and not complete:
-                return -1
-        return _QUOTE
+        return _after_quote_kind(s[4:].lstrip(" \t"), complete)
     return -1 if not complete and ">>>".startswith(s) else _PLAIN
+
+
+def _after_quote_kind(rest: str, complete: bool) -> int:
+    """The kind of a ``>>> `` line from what follows its whitespace: a fence opens a block in it."""
+    if not rest:
+        return _QUOTE if complete else -1
+    if rest[0] in "`~":
+        run = _run_len(rest, rest[0])
+        if run >= 3:
+            return _OPEN_CAND
+        if run == len(rest) and not complete:
+            return -1
+    return _QUOTE
 
 
 def _line_marker(look: str) -> int:
@@ -446,16 +450,7 @@ class MarkdownScanner:
             return _CODE if complete else -1
         # What follows the whitespace after `>>>`: before this character it was at most two
         # fence characters, so it lies in the last four characters.
-        rest = "".join(head[-4:]).lstrip(" \t")
-        if not rest:
-            return _QUOTE if complete else -1
-        if rest[0] in "`~":
-            run = _run_len(rest, rest[0])
-            if run >= 3:
-                return _OPEN_CAND
-            if run == len(rest) and not complete:
-                return -1
-        return _QUOTE
+        return _after_quote_kind("".join(head[-4:]).lstrip(" \t"), complete)
 
     def _start_line(self, kind: int) -> None:
         start = self._line_start

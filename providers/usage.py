@@ -468,23 +468,26 @@ def turn_usage_sample(
     estimated = any(usage is None or usage.estimated for usage, _ in responses)
     total = sum_turn_usage(usage if usage is not None else _estimate(text) for usage, text in responses)
     assert total is not None
-    return TurnUsageSample(
-        provider=provider,
-        model=model,
-        measurement="estimated" if estimated else "measured",
-        input_tokens=total.input_tokens,
-        output_tokens=total.output_tokens,
-        cache_read_tokens=total.cache_read_tokens,
-        cache_write_tokens=total.cache_write_tokens,
-        cost=total.cost,
-        requests=len(responses),
-    )
+    return _sample(provider, model, total, estimated=estimated, requests=len(responses))
 
 
 def _ledger_sample(provider: str, model: str, entries: Sequence[LedgerEntry]) -> TurnUsageSample:
     total = sum_turn_usage(entry.usage for entry in entries)
     assert total is not None
     estimated = any(entry.measurement == "estimated" for entry in entries)
+    return _sample(provider, model, total, estimated=estimated, requests=len(entries), accounting="ledger")
+
+
+def _sample(
+    provider: str,
+    model: str,
+    total: Usage,
+    *,
+    estimated: bool,
+    requests: int,
+    accounting: Literal["stream", "ledger"] = "stream",
+) -> TurnUsageSample:
+    """The turn's sample from its summed usage."""
     return TurnUsageSample(
         provider=provider,
         model=model,
@@ -494,8 +497,8 @@ def _ledger_sample(provider: str, model: str, entries: Sequence[LedgerEntry]) ->
         cache_read_tokens=total.cache_read_tokens,
         cache_write_tokens=total.cache_write_tokens,
         cost=total.cost,
-        requests=len(entries),
-        accounting="ledger",
+        requests=requests,
+        accounting=accounting,
     )
 
 
