@@ -7,7 +7,7 @@ piece. This reader does the least HTTP/1.1 a benchmark stream needs over plain T
 every SSE event to a callback from ``data_received`` itself: no task, no wake-up per read.
 
 It is the ceiling of what a socket-driven transport could save against aiohttp's
-StreamReader (issue 18): the live figure runs it under the same load as the floor (b).
+StreamReader: the live figure runs it under the same load as the floor (b).
 It is not a general HTTP client (no TLS, proxies, redirects, compression or keep-alive).
 """
 

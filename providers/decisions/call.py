@@ -288,7 +288,7 @@ class Decisions:
         while self._late:
             await asyncio.gather(*list(self._late), return_exceptions=True)
 
-    async def call_decisions(  # noqa: PLR0917 (the issue's signature)
+    async def call_decisions(  # noqa: PLR0917 (the documented positional signature)
         self,
         scope: object,
         reference: DecisionReference | None,
@@ -778,7 +778,7 @@ def register_decisions(service: Decisions) -> Callable[[], None]:
     return dispose
 
 
-async def call_decisions(  # noqa: PLR0917 (the issue's signature)
+async def call_decisions(  # noqa: PLR0917 (the documented positional signature)
     scope: object,
     reference: DecisionReference | None,
     evidence: str,
