@@ -35,6 +35,7 @@ from rxcord.providers.usage import (
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.rest import RestSink
+from tests.local_app import serve_app
 
 REQUEST = ChatRequest(model="m", system="Be brief.", messages=(Message.user("Tell me a story."),))
 LOCAL = TransportConfig(allow_private_network=True)  # the provider is on 127.0.0.1
@@ -67,16 +68,11 @@ async def _provider(body: bytes, *, hold: bool) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        release.set()
-        await runner.cleanup()
+    async with serve_app(app) as origin:
+        try:
+            yield f"{origin}/v1"
+        finally:
+            release.set()  # before the server's cleanup, which waits for held handlers
 
 
 async def _until(condition: Any) -> None:

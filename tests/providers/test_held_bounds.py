@@ -31,6 +31,7 @@ from rxcord.providers.transport import (
     TransportStats,
     stream_source,
 )
+from tests.local_app import serve_app
 
 SSE = "text/event-stream"
 CHAT = ChatRequest(model="m", messages=(Message.user("hi"),))
@@ -162,15 +163,8 @@ async def _encoded_server(
 
     app = web.Application()
     app.router.add_post("/{tail:.*}", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as origin:
+        yield origin
 
 
 @pytest.mark.parametrize(
