@@ -46,8 +46,6 @@ __all__ = (
 import asyncio
 import contextlib
 import json
-import math
-import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
@@ -105,7 +103,7 @@ from rxcord.providers.decisions.validate import (
 from rxcord.providers.decisions.wire_openai import OpenAICodec
 from rxcord.providers.decisions.wire_openrouter import OPENROUTER_DECISIONS_ORIGIN, OpenRouterCodec
 from rxcord.providers.decisions.wire_systemone import SystemOneCodec
-from rxcord.providers.errors import classify_exception, classify_http_error
+from rxcord.providers.errors import classify_exception, classify_http_error, provider_limit
 from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_context, find_denial
 from rxcord.providers.keys import KeyCooldown, key_failure
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, same_origin
@@ -118,7 +116,6 @@ CODECS: Final[Mapping[DecisionProtocol, Codec]] = {
     DecisionProtocol.SYSTEMONE: SystemOneCodec(),
     DecisionProtocol.OPENAI: OpenAICodec(),
 }
-_LIMIT_SOURCE_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 UsageCallback = Callable[[Usage], None]
 MetricHook = Callable[[str, Mapping[str, str]], None]
@@ -738,25 +735,10 @@ def _category(status: int, error: ProviderError) -> FailureCategory:
 
 def _limit(body: object) -> DecisionLimit | None:
     """The validated limit metadata of an error body (OpenRouter ``error.metadata``), if any."""
-    error = body.get("error") if isinstance(body, Mapping) else None
-    metadata = error.get("metadata") if isinstance(error, Mapping) else None
-    if not isinstance(metadata, Mapping):
+    limit = provider_limit(body)
+    if limit is None:
         return None
-    source = metadata.get("limit_source")
-    minimum = metadata.get("minimum_balance")
-    source_ok = isinstance(source, str) and _LIMIT_SOURCE_RE.fullmatch(source) is not None
-    minimum_ok = (
-        isinstance(minimum, (int, float))
-        and not isinstance(minimum, bool)
-        and math.isfinite(minimum)
-        and minimum >= 0
-    )
-    if not source_ok and not minimum_ok:
-        return None
-    return DecisionLimit(
-        limit_source=source if source_ok and isinstance(source, str) else None,
-        minimum_balance=float(minimum) if minimum_ok and isinstance(minimum, (int, float)) else None,
-    )
+    return DecisionLimit(limit_source=limit.limit_source, minimum_balance=limit.minimum_balance)
 
 
 _registered: list[Decisions] = []
