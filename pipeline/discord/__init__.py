@@ -1,0 +1,48 @@
+"""``rxcord.discord``: the ready bot's building blocks, for any discord.py bot.
+
+* the conversation a message ends (reply chains, threads, attachments): ``read_conversation``;
+* the answer manager: ``Answers`` (one answer at a time per asker per channel, addressed
+  follow-ups interrupt, a stop key per answer, an ``Admission`` hook for limits);
+* who may ask and who may stop: ``Permissions``;
+* ``/stop`` and ``/kill``: ``answers.install(tree)``.
+
+Names load lazily: ``import rxcord.discord`` works without discord.py, and a name that needs
+it raises ``rxcord.MissingExtraError`` naming ``rxcord[discord]`` when used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rxcord.core.facade import lazy_exports
+
+_EXPORTS = {
+    "Admission": "rxcord.discord.answers",
+    "Answer": "rxcord.discord.answers",
+    "AnswerStops": "rxcord.discord.answers",
+    "Answers": "rxcord.discord.answers",
+    "Attachment": "rxcord.discord.conversation",
+    "ChatLine": "rxcord.discord.conversation",
+    "ContextLimits": "rxcord.discord.conversation",
+    "Conversation": "rxcord.discord.conversation",
+    "Interrupt": "rxcord.discord.answers",
+    "MessageSource": "rxcord.discord.conversation",
+    "Permissions": "rxcord.discord.permissions",
+    "read_conversation": "rxcord.discord.conversation",
+}
+__all__ = tuple(sorted(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from rxcord.discord.answers import Admission as Admission
+    from rxcord.discord.answers import Answer as Answer
+    from rxcord.discord.answers import Answers as Answers
+    from rxcord.discord.answers import AnswerStops as AnswerStops
+    from rxcord.discord.answers import Interrupt as Interrupt
+    from rxcord.discord.conversation import Attachment as Attachment
+    from rxcord.discord.conversation import ChatLine as ChatLine
+    from rxcord.discord.conversation import ContextLimits as ContextLimits
+    from rxcord.discord.conversation import Conversation as Conversation
+    from rxcord.discord.conversation import MessageSource as MessageSource
+    from rxcord.discord.conversation import read_conversation as read_conversation
+    from rxcord.discord.permissions import Permissions as Permissions
