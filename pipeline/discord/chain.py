@@ -1,0 +1,156 @@
+"""Which messages a conversation holds: the reply chain, whole answers, a thread's start.
+
+The walk starts at the message being answered and goes back, newest first, so the lines come
+out in time order once reversed, without sorting:
+
+* **reply chain**: each message's ``reply_to`` is fetched, until a message replies to
+  nothing, is gone, or was seen already (a seen set: a cycle cannot loop);
+* **whole answers**: the sinks reply to the question with an answer's *first* part only, so
+  a reply to any part of a multi-message answer brings the assistant's consecutive messages
+  around it: later parts up to the first message that is not the assistant's or that replies
+  (the start of another answer), earlier parts back to the first part (the one that replies)
+  -- then the chain goes on from the first part to the question;
+* **threads**: the thread's starter message (a thread started from a message has that
+  message's id, in the parent channel) is the oldest line; a message that replies to
+  nothing also gets the thread's earlier messages.
+
+Every step is bounded by the room left (``ContextLimits.max_messages``): the number of
+messages read, and of requests made (at most three per line), is linear in that limit,
+whatever the chain's shape.
+"""
+
+from __future__ import annotations
+
+__all__ = ("collect",)
+
+from collections.abc import Set
+
+import attrs
+
+from rxcord.discord.conversation import ChatLine, ContextLimits, MessageSource
+
+
+@attrs.define
+class _Walk:
+    """The lines found so far, newest first, and the ids already taken."""
+
+    limit: int
+    mine: Set[str]
+    lines: list[ChatLine] = attrs.field(factory=list)
+    seen: set[str] = attrs.field(factory=set)
+    more: bool = False
+    """Older messages exist that were not read."""
+
+    @property
+    def room(self) -> int:
+        return self.limit - len(self.lines)
+
+    def take(self, line: ChatLine) -> bool:
+        """Add *line* unless it was seen or there is no room (then ``more``); whether it was added."""
+        if line.id in self.seen:
+            return False
+        if self.room <= 0:
+            self.more = True
+            return False
+        self.seen.add(line.id)
+        self.lines.append(line)
+        return True
+
+
+async def _later_parts(walk: _Walk, part: ChatLine, source: MessageSource) -> None:
+    """The answer's parts after *part*, newest first (continuation parts reply to nothing)."""
+    if walk.room <= 1:
+        return
+    after = await source.after(part.channel_id, part.id, min(100, walk.room - 1))
+    parts: list[ChatLine] = []
+    for line in after:
+        if line.author_id not in walk.mine or line.reply_to is not None or line.id in walk.seen:
+            break
+        parts.append(line)
+    for line in reversed(parts):
+        walk.take(line)
+
+
+async def _first_part(walk: _Walk, part: ChatLine, source: MessageSource) -> ChatLine:
+    """Take the answer's parts before *part*, back to its first part; return that first part."""
+    if part.reply_to is not None or walk.room <= 0:
+        return part
+    earlier = await source.before(part.channel_id, part.id, min(100, walk.room + 1))
+    first = part
+    for line in reversed(earlier):
+        if line.author_id not in walk.mine or line.id in walk.seen:
+            return first
+        if not walk.take(line):
+            return first
+        first = line
+        if line.reply_to is not None:
+            return first
+    if len(earlier) > walk.room:
+        walk.more = True
+    return first
+
+
+async def _answer(walk: _Walk, part: ChatLine, source: MessageSource) -> ChatLine:
+    """Take the whole answer *part* belongs to; return its first part (where the chain goes on)."""
+    await _later_parts(walk, part, source)
+    walk.take(part)
+    return await _first_part(walk, part, source)
+
+
+async def _chain(walk: _Walk, trigger: ChatLine, source: MessageSource) -> None:
+    current = trigger
+    while current.reply_to is not None:
+        if walk.room <= 0:
+            walk.more = True
+            return
+        parent = await source.message(current.channel_id, current.reply_to)
+        if parent is None or parent.id in walk.seen:
+            return
+        if parent.author_id in walk.mine:
+            current = await _answer(walk, parent, source)
+        elif walk.take(parent):
+            current = parent
+        else:
+            return
+
+
+async def collect(
+    trigger: ChatLine,
+    source: MessageSource,
+    limits: ContextLimits,
+    *,
+    assistant_ids: Set[str],
+    thread: tuple[str, str] | None = None,
+) -> tuple[list[ChatLine], bool]:
+    """The conversation that ends with *trigger*, oldest first, and whether older messages exist.
+
+    Args:
+        trigger: The message being answered.
+        source: Where the earlier messages are read.
+        limits: ``max_messages`` bounds the lines (the trigger included).
+        assistant_ids: Authors whose messages are the assistant's (their answers are whole).
+        thread: ``(parent channel id, thread id)`` when *trigger* is in a thread.
+
+    Returns:
+        The lines, oldest first, and whether older ones were left unread.
+    """
+    walk = _Walk(limit=limits.max_messages, mine=assistant_ids)
+    walk.take(trigger)
+    starter = await source.message(*thread) if thread is not None and limits.max_messages > 1 else None
+    if starter is not None:
+        walk.limit -= 1  # its place is kept: the thread's topic outranks its oldest replies
+        walk.seen.add(starter.id)
+    await _chain(walk, trigger, source)
+    if thread is not None and trigger.reply_to is None and walk.room > 0:
+        wanted = walk.room
+        earlier = await source.before(trigger.channel_id, trigger.id, min(100, wanted + 1))
+        if len(earlier) > wanted:
+            walk.more = True
+            earlier = earlier[-wanted:]
+        for line in reversed(earlier):
+            walk.take(line)
+    if starter is not None:
+        walk.limit += 1
+        walk.lines.append(starter)
+    walk.lines.reverse()
+    return walk.lines, walk.more
