@@ -37,7 +37,7 @@ from typing import Any
 from rxcord.core.config import StreamContext
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.ratelimit import make_limiter
-from rxcord.sinks.redis_ratelimit import RedisStore
+from rxcord.sinks.ratelimit.redis import RedisStore
 from rxcord.sinks.rest import RestSink
 
 ROOT = Path(__file__).resolve().parents[1]

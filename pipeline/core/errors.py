@@ -9,7 +9,9 @@
     ├── MissingExtraError        an optional dependency is not installed (also an ImportError)
     └── DiscordError             Discord refused a request (status, code, message)
         ├── DiscordStopError     the stream must stop: 403 missing access, 404 unknown channel
-        └── UnknownWebhookError  404 / 10015: the webhook is gone; never use it again
+        ├── UnknownWebhookError  404 / 10015: the webhook is gone; never use it again
+        ├── RateLimitError       a 429 not to wait out (a ban, too long, the 429 budget spent)
+        └── InvalidRequestLimitError  too many 401/403/429 in the window: sending stops
 
 Provider failures are *data*, not exceptions: they travel as
 ``ProcessedChunk`` error chunks carrying a ``rxcord.core.types.ProviderError``.
@@ -21,8 +23,10 @@ __all__ = (
     "DiscordError",
     "DiscordStopError",
     "InputError",
+    "InvalidRequestLimitError",
     "MissingCredentialError",
     "MissingExtraError",
+    "RateLimitError",
     "RxcordError",
     "SsrfRefusedError",
     "UnknownWebhookError",
@@ -105,3 +109,31 @@ class DiscordStopError(DiscordError):
 @attrs.define(auto_exc=True, slots=False)
 class UnknownWebhookError(DiscordError):
     """The webhook no longer exists (404 / 10015); it must not be used again."""
+
+
+@attrs.define(auto_exc=True, slots=False)
+class RateLimitError(DiscordError):
+    """A 429 that must not be waited out: a ban, a delay above the maximum, or the 429 budget spent.
+
+    Raised by the rate limiter (``rxcord.sinks.ratelimit``) instead of sleeping; the delivery
+    fails that message (with ``budget_spent`` the route is still usable for its error notice).
+    """
+
+    retry_after: float | None = None
+    """The delay Discord asked for (``None`` when the response gave none, as in a ban)."""
+    is_global: bool = False
+    """Whether every route is closed (a global 429 or a ban), not only this bucket."""
+    budget_spent: bool = False
+    """The request's 429 budget ran out; the route is closed only for ``retry_after`` (still usable)."""
+
+
+@attrs.define(auto_exc=True, slots=False)
+class InvalidRequestLimitError(DiscordError):
+    """Too many 401/403/429 responses in the rolling window; sending stops to protect the IP.
+
+    Raised by the rate limiter before a send; the caller stops sending (a bot producing that
+    many errors is broken) until the window rolls on.
+    """
+
+    count: int = 0
+    """Invalid responses counted in the window."""

@@ -92,7 +92,7 @@ class RedisStopBus:
         url: Redis URL shared by the bot's processes; ignored when ``client`` is given.
         registry: This process's stop registry; remote stops are delivered into it.
         process_id: Unique per process; the bus skips its own entries (applied locally at publish).
-        namespace: Shared by every process of one bot (e.g. ``rxcord.sinks.redis_ratelimit.token_namespace``).
+        namespace: Shared by every process of one bot (e.g. ``rxcord.sinks.ratelimit.redis.token_namespace``).
         client: A ``redis.asyncio.Redis`` with ``decode_responses=True`` and a socket timeout above
             ``block`` (not closed by ``close``); one is created from ``url`` if ``None``.
         timeout: Deadline of ``publish``'s Redis call and of connects.

@@ -237,7 +237,7 @@ def _without(monkeypatch: pytest.MonkeyPatch, package: str, *modules: str) -> No
     ("package", "module", "name", "extra"),
     [
         ("discord", "rxcord.sinks.discordpy", "DiscordPySink", "discord"),
-        ("redis", "rxcord.sinks.redis_ratelimit", "RedisStore", "redis"),
+        ("redis", "rxcord.sinks.ratelimit.redis", "RedisStore", "redis"),
         ("redis", "rxcord.io.stop_bus", "RedisStopBus", "redis"),
     ],
 )

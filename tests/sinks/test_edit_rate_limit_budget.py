@@ -1,6 +1,6 @@
 """The 429 budget in edit mode: a spent budget posts the same notice as aggregated delivery.
 
-As in ``test_rate_limit_budget``: a fake clock that moves only when the limiter sleeps, the
+As in ``tests.sinks.ratelimit.test_limiter_budget``: a fake clock that moves only when the limiter sleeps, the
 waits counted (the limiter's ``on_wait`` hook), never timed; the bot path through ``RestSink``.
 """
 
@@ -20,8 +20,8 @@ from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
 from rxcord.sinks.rest import RestSink
 from tests.faults.fake_discord import FakeDiscord, rate_limited
-from tests.sinks.test_rate_limit_budget import CHANNEL, _creates, _limiter
-from tests.sinks.test_ratelimit import FakeTime
+from tests.sinks.ratelimit.test_limiter_budget import CHANNEL, _creates, _limiter
+from tests.sinks.ratelimit.test_limiter import FakeTime
 
 _EDIT = StreamConfig(delivery=DeliveryMode.EDIT)
 

@@ -14,13 +14,13 @@ import pytest
 from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.ratelimit import DEFAULT_RETRY_BUDGET, MIN_RETRY_CHARGE, RateLimiter, RateLimitError, Route
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.replay import ReplayServer
 from tests.faults.fake_discord import FakeDiscord, rate_limited
-from tests.sinks.test_ratelimit import CREATE, FakeTime
+from tests.sinks.ratelimit.test_limiter import CREATE, FakeTime
 
 CHANNEL = "100000000000000001"
 ROUTE = Route("POST", CREATE, (CHANNEL,))

@@ -23,10 +23,10 @@ import redis.asyncio as aioredis
 from loguru import logger
 
 from rxcord.core.config import StreamContext
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
 from rxcord.sinks.ratelimit import RateLimiter, Route, make_limiter
-from rxcord.sinks.redis_ratelimit import RedisStore, token_namespace
+from rxcord.sinks.ratelimit.redis import RedisStore, token_namespace
 from rxcord.sinks.rest import Backoff, RestSink
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig, Fault, Scope
 from tests.redis_server import Restartable, redis_url, restartable_redis
 
 __all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest
@@ -34,7 +34,7 @@ __all__ = ("redis_url", "restartable_redis")  # fixtures imported for pytest
 TOKEN = "emulator-token"
 ROUTE_CREATE = "POST /channels/{channel_id}/messages"
 FAST = Backoff(base=0.01, cap=0.05, jitter=0.01)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _store(limiter: RateLimiter) -> RedisStore:
@@ -285,7 +285,7 @@ async def test_redis_processes_never_exceed_the_global_limit(redis_url: str) -> 
             await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "tests.sinks.test_redis_ratelimit",
+                "tests.sinks.ratelimit.test_redis",
                 json.dumps({**spec, "index": index, "streams": streams, "messages": messages}),
                 cwd=ROOT,
                 env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -10,10 +10,10 @@ they send four times too fast and collect 429s. ``RedisStore`` is the
 (``make_limiter(url)`` builds ``RateLimiter(store=RedisStore(url))``); the limiter's
 wait loop, FIFO locks and local state are the same as in process, and the store
 runs the *same algorithm* as the in-process one
-(read its module docstring first: buckets keyed by (bucket hash, major
+(read the package docstring first: buckets keyed by (bucket hash, major
 parameters) once ``X-RateLimit-Bucket`` names the hash, pre-emptive waits from
 ``Remaining`` / ``Reset-After``, 429 blocks, the proactive global meter and the
-global pause), as two Lua scripts that Redis runs atomically:
+global pause), as two Lua scripts that Redis runs atomically (``lua/*.lua``, package data):
 
 * **take** (``RedisStore.take``, from ``slot.wait()``): resolve the route to its bucket key through the
   shared route -> hash map, compute the wait exactly as ``Slot.wait`` does
@@ -96,7 +96,7 @@ expire after ``state_ttl`` seconds without use.
 
 from __future__ import annotations
 
-__all__ = ("RedisLimiterStats", "RedisStore", "make_limiter", "token_namespace")
+__all__ = ("RedisLimiterStats", "RedisStore", "token_namespace")
 
 import asyncio
 import hashlib
@@ -105,6 +105,7 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
+from importlib import resources
 from typing import Final
 
 import attrs
@@ -119,206 +120,27 @@ try:
     from redis.exceptions import RedisError
 except ImportError as exc:  # the name says what to install, not a bare ModuleNotFoundError
     raise MissingExtraError("redis", "redis", "rxcord.RedisStore (the Redis bucket store)") from exc
-from rxcord.sinks.ratelimit import (
-    DEFAULT_GLOBAL_METER,
-    MAX_BLOCK,
-    GlobalMeter,
-    Grant,
-    RateLimiter,
-    Route,
-    Slot,
-    make_limiter,
-)
+from rxcord.sinks.ratelimit.limiter import RateLimiter, Route, Slot
+from rxcord.sinks.ratelimit.stores import DEFAULT_GLOBAL_METER, GlobalMeter, Grant
+from rxcord.sinks.ratelimit.window import MAX_BLOCK
 
 _log = logger.bind(stage="07-ratelimit-redis")
-
-_EPSILON: Final = 1e-9
 
 _SLOW_WINDOW: Final = 2.0
 """Seconds after a Redis answer during which a slow call gets ``slow_timeout`` (see ``RedisStore``)."""
 
-_PRELUDE: Final = """
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local function fmt(x) return string.format('%.6f', x) end
-local ttl = tonumber(ARGV[6])
-"""
 
-_TAKE: Final = (
-    _PRELUDE
-    + """
--- KEYS: 1 route -> hash map, 2 global state, 3 live limiter processes
--- ARGV: 1 prefix, 2 route key, 3 major, 4 meter interval, 5 meter period, 6 ttl ms, 7 process id,
---       8 meter floor: seconds of meter backlog this process ran up on its fallback
-local hash = redis.call('HGET', KEYS[1], ARGV[2])
-local key
-if hash then
-  key = ARGV[1] .. ':b:' .. hash .. ':' .. ARGV[3]
-else
-  key = ARGV[1] .. ':r:' .. ARGV[2] .. ':' .. ARGV[3]
-end
-redis.call('ZADD', KEYS[3], now, ARGV[7])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 60)
-redis.call('PEXPIRE', KEYS[3], ttl)
-local peers = redis.call('ZCARD', KEYS[3])
+def _script(name: str) -> str:
+    """One Lua script of the package's ``lua/`` folder (package data, read once at import)."""
+    return (resources.files("rxcord.sinks.ratelimit") / "lua" / name).read_text(encoding="utf-8")
 
-local b = redis.call('HMGET', key, 'limit', 'remaining', 'reset_at', 'slot_at', 'blocked_until', 'seq',
-  'window')
-local limit = tonumber(b[1])
-local remaining = tonumber(b[2])
-local reset_at = tonumber(b[3]) or 0
-local slot_at = tonumber(b[4]) or 0
-local seq = tonumber(b[6]) or 0
-local window = tonumber(b[7])
-local delay = (tonumber(b[5]) or 0) - now
-if remaining ~= nil and remaining <= 0 then
-  if now + 1e-9 >= reset_at then
-    -- Refilled without an answer: the next window starts now (other processes take
-    -- from it before any response tells us more, so it must not refill again at once).
-    remaining = limit
-    if window then reset_at = now + window end
-    -- Answers that never came (a lost response) stop counting as in flight.
-    redis.call('HSET', key, 'done', seq)
-  else
-    delay = math.max(delay, slot_at - now)
-  end
-end
-local g = redis.call('HMGET', KEYS[2], 'tat', 'paused_until')
-delay = math.max(delay, (tonumber(g[2]) or 0) - now)
-if delay > 1e-9 then
-  return {0, fmt(delay), key, seq, peers}
-end
 
-seq = seq + 1
-if remaining ~= nil then
-  remaining = remaining - 1
-  if remaining <= 0 and slot_at <= now then
-    slot_at = reset_at
-  end
-  redis.call('HSET', key, 'seq', seq, 'remaining', remaining, 'reset_at', fmt(reset_at),
-    'slot_at', fmt(slot_at))
-else
-  redis.call('HSET', key, 'seq', seq)
-end
-redis.call('PEXPIRE', key, ttl)
-
-local wait = 0
-local interval = tonumber(ARGV[4])
-if interval > 0 then
-  local tat = math.max(tonumber(g[1]) or now, now + tonumber(ARGV[8]))
-  wait = math.max(0, tat + interval - tonumber(ARGV[5]) - now)
-  redis.call('HSET', KEYS[2], 'tat', fmt(tat + interval))
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
-return {1, fmt(wait), key, seq, peers}
-"""
-)
+_PRELUDE: Final = _script("prelude.lua")
+_TAKE: Final = _PRELUDE + _script("take.lua")
 """Wait or take: one bucket slot and one reserved global token (``Slot.wait`` in Lua)."""
-
-_LEARN: Final = (
-    _PRELUDE
-    + """
--- KEYS: 1 the key the take used, 2 route -> hash map, 3 global state
--- ARGV: 1 prefix, 2 route key, 3 major, 4 take seq, 5 bucket hash or '', 6 ttl ms,
---       7 limit, 8 remaining, 9 reset after (all three or none), 10 sliding '1'/'0',
---       11 block seconds or '', 12 global '1'/'0'
-local target = KEYS[1]
-local foreign = false
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[2], ARGV[2], ARGV[5])
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  local canonical = ARGV[1] .. ':b:' .. ARGV[5] .. ':' .. ARGV[3]
-  if canonical ~= target then
-    target = canonical
-    foreign = true
-  end
-end
-
--- Every answer counts as done on the key its take used, headers or not: the takes on a
--- key that are not done are in flight (see the module docstring).
-local done = redis.call('HINCRBY', KEYS[1], 'done', 1)
-redis.call('PEXPIRE', KEYS[1], ttl)
-
-local limit = tonumber(ARGV[7])
-local seen = tonumber(ARGV[8])
-local reset_after = tonumber(ARGV[9])
-if limit and seen and reset_after and limit > 0 then
-  local b = redis.call('HMGET', target, 'limit', 'remaining', 'reset_at', 'seq', 'aseq')
-  local seq = tonumber(b[4]) or 0
-  local aseq = tonumber(b[5]) or 0
-  local take_seq = tonumber(ARGV[4])
-  local reset_at = now + reset_after
-  local apply = true
-  local pending = 0
-  local remaining
-  if foreign then
-    -- Discovery: the take was filed under the route key (or an old hash), so the
-    -- target's own takes are unknown to this answer and ours unknown to the target;
-    -- nor are the other takes still in flight on the old key.
-    local old_seq = tonumber(redis.call('HGET', KEYS[1], 'seq')) or 0
-    pending = seq - aseq + math.max(0, old_seq - done)
-    remaining = seen - pending
-    if b[1] then
-      local stored = tonumber(b[2])
-      if stored then remaining = math.min(remaining, stored - 1) end
-      reset_at = math.max(reset_at, tonumber(b[3]) or 0)
-    end
-  elseif take_seq <= aseq then
-    apply = false  -- a newer answer was applied already
-  else
-    -- Every other take still in flight, later *and* earlier ones: requests from several
-    -- processes can reach Discord in another order than they were taken.
-    pending = math.max(0, seq - done)
-    remaining = seen - pending
-    aseq = take_seq
-  end
-  if apply then
-    local slot_at
-    if remaining > 0 then
-      slot_at = now
-    elseif pending == 0 and seen <= 0 then
-      if ARGV[10] == '1' then slot_at = now + reset_after / limit else slot_at = reset_at end
-    else
-      slot_at = reset_at  -- later takes spent what this answer saw: assume the whole window
-    end
-    redis.call('HSET', target, 'limit', limit, 'remaining', remaining, 'reset_at', fmt(reset_at),
-      'slot_at', fmt(slot_at), 'aseq', aseq)
-    if seen < limit then
-      -- A sliding bucket: each request adds window / limit to reset_after.
-      redis.call('HSET', target, 'window', fmt(reset_after * limit / (limit - seen)))
-    end
-    redis.call('PEXPIRE', target, ttl)
-  end
-end
-
-if ARGV[11] ~= '' then
-  local until_at = now + tonumber(ARGV[11])
-  local where = target
-  local field = 'blocked_until'
-  if ARGV[12] == '1' then
-    where = KEYS[3]
-    field = 'paused_until'
-  end
-  local old = tonumber(redis.call('HGET', where, field)) or 0
-  redis.call('HSET', where, field, fmt(math.max(old, until_at)))
-  redis.call('PEXPIRE', where, ttl)
-end
-return 1
-"""
-)
+_LEARN: Final = _PRELUDE + _script("learn.lua")
 """Learn one response: discovery, headers (sequence-aware), 429 blocks (``RateLimiter.learn`` in Lua)."""
-
-_DEBT: Final = """
--- KEYS: 1 global state; ARGV: 1 seconds of meter time the fallback spent, 2 ttl ms
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local tat = math.max(tonumber(redis.call('HGET', KEYS[1], 'tat')) or now, now) + tonumber(ARGV[1])
-redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return 1
-"""
+_DEBT: Final = _script("debt.lua")
 """Charge the shared meter for sends the fallback admitted (so the processes still on Redis slow down)."""
 
 
@@ -353,7 +175,7 @@ class RedisStore:
     """The ``BucketStore`` whose buckets and global meter live in Redis, shared by every process of one token.
 
     Plug it into the one limiter: ``RateLimiter(store=RedisStore(url))`` (what
-    ``make_limiter(url)`` builds). See the module docstring for the algorithm and the fallback.
+    ``make_limiter(url)`` builds). See this module's docstring for the algorithm and the fallback.
 
     Args:
         url: Redis URL (``redis://127.0.0.1:6379/0``); ignored when ``client`` is given.
