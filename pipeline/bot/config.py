@@ -13,11 +13,14 @@ __all__ = (
     "ConfigError",
     "ContextLimits",
     "DeliverySection",
+    "LimitsSection",
     "DiscordSection",
+    "ModelPrice",
     "LoadedTools",
     "Permissions",
     "PersonaSection",
     "PromptSection",
+    "ScaleSection",
     "ProviderSection",
     "ToolsSection",
     "load_config",
@@ -44,6 +47,8 @@ from rxcord.providers.ssrf import endpoint_url, precheck
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
 PLACEHOLDERS: Final = frozenset(
+LIMITS_STATE_FILE: Final = "rxcord-limits.sqlite3"
+"""The limits' counters file, next to the config file unless ``[limits] state_file`` says otherwise."""
     {"date", "time", "bot_name", "user_name", "user_names", "channel_name", "model"}
 )
 """What the system prompt may use, as ``{date}``; ``{{`` and ``}}`` are literal braces."""
@@ -240,6 +245,58 @@ def load_tools(section: ToolsSection) -> LoadedTools:
         raise ValueError(f"{section.module!r} must define `async def handle(call)`")
     return LoadedTools(specs=tuple(specs), handle=handle)
 
+def _non_negative_number(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value < 0:
+        raise _FieldError(attribute, f"must be zero or more, got {value}")
+
+
+def _refusal_style(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if value not in ("reply", "reaction"):
+        raise _FieldError(attribute, f"must be reply or reaction, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class LimitsSection:
+    """``[limits]``: use and cost caps per user, channel and guild (``rxcord.bot.limits``).
+
+    On by default (safe by default); ``0`` turns one limit off. Token and cost caps count per
+    UTC day; an answer in flight may end above a cap, the next request is refused.
+    """
+
+    requests_per_user: int = attrs.field(default=20, validator=_non_negative)
+    window_seconds: int = attrs.field(default=3600, validator=_positive)
+    """The request window (fixed, aligned to multiples of it since the epoch)."""
+    concurrent_per_user: int = attrs.field(default=2, validator=_non_negative)
+    concurrent_per_channel: int = attrs.field(default=4, validator=_non_negative)
+    tokens_per_user_per_day: int = attrs.field(default=0, validator=_non_negative)
+    tokens_per_guild_per_day: int = attrs.field(default=0, validator=_non_negative)
+    cost_per_user_per_day: float = attrs.field(default=0.0, validator=_non_negative_number)
+    """US dollars; counts only answers whose cost is known (reported, or priced in ``[prices]``)."""
+    cost_per_guild_per_day: float = attrs.field(default=0.0, validator=_non_negative_number)
+    refusal: str = attrs.field(default="reply", validator=_refusal_style)
+    """``reply`` (one short reply saying which limit and when it resets) or ``reaction`` (⏳)."""
+    state_file: str | None = None
+    """The SQLite file of the counters (default: ``rxcord-limits.sqlite3`` next to the config)."""
+    lease_seconds: int = attrs.field(default=900, validator=_positive)
+    """A running answer's concurrency lease expires after this (a crashed process's leases end)."""
+
+
+@attrs.frozen(kw_only=True)
+class ModelPrice:
+    """``[prices."<model>"]``: US dollars per million tokens, for providers that report no cost."""
+
+    input_per_million: float = attrs.field(validator=_non_negative_number)
+    output_per_million: float = attrs.field(validator=_non_negative_number)
+
+
+@attrs.frozen(kw_only=True)
+class ScaleSection:
+    """``[scale]``: several bot processes share state through Redis."""
+
+    redis_url_env: str | None = attrs.field(default=None, validator=_env_name)
+    """The environment variable holding the Redis URL: the limits' counters live there."""
+
+
 
 @attrs.frozen(kw_only=True)
 class RuntimeSection:
@@ -253,6 +310,9 @@ class RuntimeSection:
 @attrs.frozen(kw_only=True)
 class BotConfig:
     """The whole file."""
+    limits: LimitsSection = LimitsSection()
+    prices: dict[str, ModelPrice] = attrs.field(factory=dict)
+    scale: ScaleSection = ScaleSection()
 
     provider: ProviderSection
     discord: DiscordSection = DiscordSection()
@@ -326,7 +386,10 @@ def load_config(path: str | Path) -> BotConfig:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the config file ({exc.strerror or exc})") from None
-    return parse_config(text, source=str(file))
+    config = parse_config(text, source=str(file))
+    # The counters' file lives next to the config unless it says where (relative: to the config).
+    state = file.parent / (config.limits.state_file or LIMITS_STATE_FILE)
+    return attrs.evolve(config, limits=attrs.evolve(config.limits, state_file=str(state)))
 
 
 def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
@@ -409,6 +472,8 @@ def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: tuple[str, ...]
         return None  # reported by cattrs with its path
     return None
 
+        "LimitsSection": LimitsSection,
+        "ScaleSection": ScaleSection,
 
 def _attrs_class(annotation: Any) -> type[Any] | None:
     names = {
@@ -439,6 +504,8 @@ def _first_error(exc: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, 
     if isinstance(exc, ValueError | TypeError):
         return path, str(exc)
     return path, f"{type(exc).__name__}: {exc}"
+        if isinstance(index, str):
+            return index  # a table's key (``[prices."<model>"]``)
 
 
 def _note_name(exc: BaseException) -> str | None:
@@ -451,9 +518,19 @@ def _note_name(exc: BaseException) -> str | None:
             return None  # list items: the error points at the list's line
     return None
 
+def _dotted_keys(text: str) -> tuple[str, ...]:
+    """A TOML dotted key's parts: ``prices."openai/gpt-4.1"`` is ``("prices", "openai/gpt-4.1")``."""
+    parts = re.findall(r"\"([^\"]*)\"|'([^']*)'|([^.\"']+)", text)
+    return tuple(
+        (double or single or bare).strip()
+        for double, single, bare in parts
+        if (double or single or bare).strip()
+    )
+
+
 
 def _where(source: str, text: str, path: tuple[str, ...], message: str) -> str:
-    key = ".".join(path)
+    key = ".".join(part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else f'"{part}"' for part in path)
     line = _line_of(text, path)
     at = f"{source}:{line}" if line else source
     return f"{at}: {key}: {message}"
@@ -465,9 +542,9 @@ def _line_of(text: str, path: tuple[str, ...]) -> int | None:
     header_line: dict[tuple[str, ...], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        header = re.fullmatch(r"\[\s*([A-Za-z0-9_.\- ]+?)\s*\]\s*(#.*)?", stripped)
+        header = re.fullmatch(r"\[\s*((?:[A-Za-z0-9_.\- ]|\"[^\"]*\"|'[^']*')+?)\s*\]\s*(#.*)?", stripped)
         if header:
-            table = tuple(part.strip() for part in header.group(1).split("."))
+            table = _dotted_keys(header.group(1))
             header_line.setdefault(table, number)
             continue
         match = re.match(r"([A-Za-z0-9_.\-\"' ]+?)\s*=", stripped)
