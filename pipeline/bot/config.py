@@ -13,15 +13,15 @@ __all__ = (
     "ConfigError",
     "ContextLimits",
     "DeliverySection",
-    "LimitsSection",
     "DiscordSection",
-    "ModelPrice",
+    "LimitsSection",
     "LoadedTools",
+    "ModelPrice",
     "Permissions",
     "PersonaSection",
     "PromptSection",
-    "ScaleSection",
     "ProviderSection",
+    "ScaleSection",
     "ToolsSection",
     "load_config",
     "load_tools",
@@ -46,9 +46,9 @@ from rxcord.core.errors import SsrfRefusedError
 from rxcord.providers.ssrf import endpoint_url, precheck
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
-PLACEHOLDERS: Final = frozenset(
 LIMITS_STATE_FILE: Final = "rxcord-limits.sqlite3"
 """The limits' counters file, next to the config file unless ``[limits] state_file`` says otherwise."""
+PLACEHOLDERS: Final = frozenset(
     {"date", "time", "bot_name", "user_name", "user_names", "channel_name", "model"}
 )
 """What the system prompt may use, as ``{date}``; ``{{`` and ``}}`` are literal braces."""
@@ -245,6 +245,16 @@ def load_tools(section: ToolsSection) -> LoadedTools:
         raise ValueError(f"{section.module!r} must define `async def handle(call)`")
     return LoadedTools(specs=tuple(specs), handle=handle)
 
+
+@attrs.frozen(kw_only=True)
+class RuntimeSection:
+    """``[runtime]``: process-wide settings the bot applies at start (``rxcord.bot.runtime``)."""
+
+    gc_tuning: bool = True
+    """Freeze the start-up objects out of the collector's walks and collect less often: fewer,
+    shorter event-loop pauses with many live streams. ``false`` keeps CPython's defaults."""
+
+
 def _non_negative_number(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if value < 0:
         raise _FieldError(attribute, f"must be zero or more, got {value}")
@@ -297,22 +307,9 @@ class ScaleSection:
     """The environment variable holding the Redis URL: the limits' counters live there."""
 
 
-
-@attrs.frozen(kw_only=True)
-class RuntimeSection:
-    """``[runtime]``: process-wide settings the bot applies at start (``rxcord.bot.runtime``)."""
-
-    gc_tuning: bool = True
-    """Freeze the start-up objects out of the collector's walks and collect less often: fewer,
-    shorter event-loop pauses with many live streams. ``false`` keeps CPython's defaults."""
-
-
 @attrs.frozen(kw_only=True)
 class BotConfig:
     """The whole file."""
-    limits: LimitsSection = LimitsSection()
-    prices: dict[str, ModelPrice] = attrs.field(factory=dict)
-    scale: ScaleSection = ScaleSection()
 
     provider: ProviderSection
     discord: DiscordSection = DiscordSection()
@@ -323,6 +320,9 @@ class BotConfig:
     context: ContextLimits = ContextLimits()
     tools: ToolsSection | None = None
     runtime: RuntimeSection = RuntimeSection()
+    limits: LimitsSection = LimitsSection()
+    prices: dict[str, ModelPrice] = attrs.field(factory=dict)
+    scale: ScaleSection = ScaleSection()
 
 
 def _converter() -> cattrs.Converter:
@@ -472,8 +472,6 @@ def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: tuple[str, ...]
         return None  # reported by cattrs with its path
     return None
 
-        "LimitsSection": LimitsSection,
-        "ScaleSection": ScaleSection,
 
 def _attrs_class(annotation: Any) -> type[Any] | None:
     names = {
@@ -484,6 +482,8 @@ def _attrs_class(annotation: Any) -> type[Any] | None:
         "PersonaSection": PersonaSection,
         "Permissions": Permissions,
         "ContextLimits": ContextLimits,
+        "LimitsSection": LimitsSection,
+        "ScaleSection": ScaleSection,
     }
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
     return names.get(text.split(" | ")[0].strip())
@@ -504,8 +504,6 @@ def _first_error(exc: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, 
     if isinstance(exc, ValueError | TypeError):
         return path, str(exc)
     return path, f"{type(exc).__name__}: {exc}"
-        if isinstance(index, str):
-            return index  # a table's key (``[prices."<model>"]``)
 
 
 def _note_name(exc: BaseException) -> str | None:
@@ -514,9 +512,19 @@ def _note_name(exc: BaseException) -> str | None:
         if isinstance(name, str):
             return name
         index = getattr(note, "index", None)
+        if isinstance(index, str):
+            return index  # a table's key (``[prices."<model>"]``)
         if isinstance(index, int):
             return None  # list items: the error points at the list's line
     return None
+
+
+def _where(source: str, text: str, path: tuple[str, ...], message: str) -> str:
+    key = ".".join(part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else f'"{part}"' for part in path)
+    line = _line_of(text, path)
+    at = f"{source}:{line}" if line else source
+    return f"{at}: {key}: {message}"
+
 
 def _dotted_keys(text: str) -> tuple[str, ...]:
     """A TOML dotted key's parts: ``prices."openai/gpt-4.1"`` is ``("prices", "openai/gpt-4.1")``."""
@@ -526,14 +534,6 @@ def _dotted_keys(text: str) -> tuple[str, ...]:
         for double, single, bare in parts
         if (double or single or bare).strip()
     )
-
-
-
-def _where(source: str, text: str, path: tuple[str, ...], message: str) -> str:
-    key = ".".join(part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else f'"{part}"' for part in path)
-    line = _line_of(text, path)
-    at = f"{source}:{line}" if line else source
-    return f"{at}: {key}: {message}"
 
 
 def _line_of(text: str, path: tuple[str, ...]) -> int | None:
