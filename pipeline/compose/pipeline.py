@@ -10,8 +10,9 @@ the timeline, accounting, stops and log context::
 
     from reactivex import operators as ops
     import rxcord
+    from rxcord.operators import Segment
 
-    def no_shouting(segment: rxcord.Segment) -> rxcord.Segment:
+    def no_shouting(segment: Segment) -> Segment:
         return attrs.evolve(segment, text=segment.text.replace("!!!", "!"))
 
     pipeline = rxcord.Pipeline.default().insert_after("flush", "calm", ops.map(no_shouting))

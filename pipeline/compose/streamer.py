@@ -90,9 +90,9 @@ class Streamer:
     usage_reporter: Callable[[UsageReport], None] | None = None
     """Gets a ``UsageReport`` per completed response of every call (bound per call)."""
     request_hook: RequestHook | None = None
-    """Registered while open (``rxcord.register_request_hook``)."""
+    """Registered while open (``rxcord.hooks.register_request_hook``)."""
     denial_translator: DenialTranslator | None = None
-    """Registered while open (``rxcord.register_denial_translator``)."""
+    """Registered while open (``rxcord.hooks.register_denial_translator``)."""
     _owned: aiohttp.ClientSession | None = attrs.field(default=None, init=False, repr=False)
     _disposers: list[Callable[[], None]] = attrs.field(factory=list, init=False, repr=False)
     _open: bool = attrs.field(default=False, init=False, repr=False)

@@ -54,7 +54,7 @@ try:
     from redis.exceptions import RedisError
     from redis.typing import EncodableT, FieldT
 except ImportError as exc:  # the name says what to install, not a bare ModuleNotFoundError
-    raise MissingExtraError("redis", "redis", "rxcord.RedisStopBus") from exc
+    raise MissingExtraError("redis", "redis", "rxcord.io.RedisStopBus") from exc
 
 _log = logger.bind(stage="04-stop-bus")
 

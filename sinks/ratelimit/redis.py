@@ -119,7 +119,7 @@ try:
     from redis.backoff import NoBackoff
     from redis.exceptions import RedisError
 except ImportError as exc:  # the name says what to install, not a bare ModuleNotFoundError
-    raise MissingExtraError("redis", "redis", "rxcord.RedisStore (the Redis bucket store)") from exc
+    raise MissingExtraError("redis", "redis", "rxcord.sinks.RedisStore (the Redis bucket store)") from exc
 from rxcord.sinks.ratelimit.limiter import RateLimiter, Route, Slot
 from rxcord.sinks.ratelimit.stores import DEFAULT_GLOBAL_METER, GlobalMeter, Grant
 from rxcord.sinks.ratelimit.window import MAX_BLOCK

@@ -6,8 +6,8 @@ from importlib import resources
 
 import pytest
 
-from rxcord import TableStyle
 from rxcord.bot.config import parse_config
+from rxcord.sinks import TableStyle
 
 EXAMPLE = (resources.files("rxcord.bot") / "example.toml").read_text()
 

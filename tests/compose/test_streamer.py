@@ -234,21 +234,22 @@ def _without(monkeypatch: pytest.MonkeyPatch, package: str, *modules: str) -> No
 
 
 @pytest.mark.parametrize(
-    ("package", "module", "name", "extra"),
+    ("package", "module", "facade", "name", "extra"),
     [
-        ("discord", "rxcord.sinks.discordpy", "DiscordPySink", "discord"),
-        ("redis", "rxcord.sinks.ratelimit.redis", "RedisStore", "redis"),
-        ("redis", "rxcord.io.stop_bus", "RedisStopBus", "redis"),
+        ("discord", "rxcord.sinks.discordpy", "rxcord", "DiscordPySink", "discord"),
+        ("redis", "rxcord.sinks.ratelimit.redis", "rxcord.sinks", "RedisStore", "redis"),
+        ("redis", "rxcord.io.stop_bus", "rxcord.io", "RedisStopBus", "redis"),
     ],
 )
 def test_a_missing_extra_names_what_to_install(
-    monkeypatch: pytest.MonkeyPatch, package: str, module: str, name: str, extra: str
+    monkeypatch: pytest.MonkeyPatch, package: str, module: str, facade: str, name: str, extra: str
 ) -> None:
     """Importing a name whose optional dependency is missing raises MissingExtraError naming the extra."""
     _without(monkeypatch, package, module)
-    monkeypatch.delitem(vars(rxcord), name, raising=False)  # the lazy export imports again
+    home = importlib.import_module(facade)
+    monkeypatch.delitem(vars(home), name, raising=False)  # the lazy export imports again
     with pytest.raises(MissingExtraError, match=rf"pip install 'rxcord\[{extra}\]'") as caught:
-        getattr(rxcord, name)
+        getattr(home, name)
     assert caught.value.extra == extra and caught.value.name == package
     assert isinstance(caught.value, ImportError)  # an optional-import guard still catches it
     with pytest.raises(MissingExtraError):
@@ -257,8 +258,9 @@ def test_a_missing_extra_names_what_to_install(
 
 def test_a_missing_matplotlib_names_the_plot_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from rxcord.cli.timeline_plot import PlotUnavailableError, plot_timeline
+    from rxcord.operators import Timeline
 
     _without(monkeypatch, "matplotlib")
     with pytest.raises(PlotUnavailableError, match=r"pip install 'rxcord\[plot\]'") as caught:
-        plot_timeline(rxcord.Timeline())
+        plot_timeline(Timeline())
     assert isinstance(caught.value, MissingExtraError) and caught.value.extra == "plot"
