@@ -1,6 +1,6 @@
 """The bot: discord.py for the gateway and slash commands, rxcord for every answer.
 
-One ``Turn`` per message being answered. It reads the conversation (``rxcord.bot.history``),
+One ``Turn`` per message being answered. It reads the conversation (``rxcord.discord.read_conversation``),
 fills the system prompt, and calls ``rxcord.run_turn`` (key and model fallback; the tool
 loop only with a ``[tools]`` table) with the ``RestSink`` as the sink and the bot's ``StopRegistry``, so:
 
@@ -42,7 +42,6 @@ from loguru import logger
 from rxcord import (
     AnthropicAdapter,
     Candidate,
-    ChatRequest,
     CustomAdapter,
     GoogleAdapter,
     KeyCooldown,
@@ -64,7 +63,8 @@ from rxcord import (
     run_turn,
 )
 from rxcord.bot.config import BotConfig, load_tools
-from rxcord.bot.history import Attachment, ChatLine, Fetcher, build_messages, collect
+from rxcord.discord.conversation import read_conversation
+from rxcord.discord.sources import RestSource
 from rxcord.io.locales import default_catalog
 
 _log = logger.bind(stage="bot")
@@ -172,29 +172,6 @@ def _locale_code(locale: object) -> str | None:
     return code if isinstance(code, str) and code else None
 
 
-def line_from_discord(message: discord.Message) -> ChatLine:
-    """The ``ChatLine`` of a discord.py message."""
-    reference = message.reference
-    reply_to = (
-        str(reference.message_id)
-        if reference is not None and reference.message_id and reference.channel_id == message.channel.id
-        else None
-    )
-    return ChatLine(
-        id=str(message.id),
-        channel_id=str(message.channel.id),
-        author_id=str(message.author.id),
-        author_name=message.author.display_name,
-        content=message.content,
-        is_bot=message.author.bot,
-        attachments=tuple(
-            Attachment(filename=a.filename, url=a.url, content_type=a.content_type or "", size=a.size)
-            for a in message.attachments
-        ),
-        reply_to=reply_to,
-    )
-
-
 class RxcordBot:
     """The bot (``rxcord bot``): ``await bot.start()``, then ``await bot.wait_closed()``.
 
@@ -233,7 +210,7 @@ class RxcordBot:
         self._session: aiohttp.ClientSession | None = None
         self._limiter = RateLimiter()
         self._sink: RestSink | None = None
-        self._fetcher: Fetcher | None = None
+        self._source: RestSource | None = None
         self._webhook_channel: str | None = None
         self._connect: asyncio.Task[None] | None = None
         self._closing = False
@@ -257,7 +234,7 @@ class RxcordBot:
             discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
         self._session = aiohttp.ClientSession()
         self._sink = RestSink(base, self.secrets.token, session=self._session, limiter=self._limiter)
-        self._fetcher = Fetcher(base, self.secrets.token, self._session, self._limiter)
+        self._source = RestSource(base, self.secrets.token, self._session, self._limiter)
         if self.secrets.webhook_id is not None:
             self._webhook_channel = await self._webhook_channel_id(base)
         await self.client.login(self.secrets.token)
@@ -471,37 +448,21 @@ class RxcordBot:
         return True
 
     async def _answer(self, turn: Turn, message: discord.Message) -> TurnResult:
-        assert self._sink is not None and self._fetcher is not None
+        assert self._sink is not None and self._source is not None
         config = self.config
         me = self.client.user
         assert me is not None
-        trigger = line_from_discord(message)
-        lines, more = await collect(
-            trigger, self._fetcher, config.context, in_thread=isinstance(message.channel, discord.Thread)
-        )
-        texts: dict[str, str | None] = {}
-        for line in lines:
-            for attachment in line.attachments:
-                if attachment.is_text and attachment.url not in texts:
-                    texts[attachment.url] = await self._fetcher.attachment_text(
-                        attachment, config.context.max_attachment_chars
-                    )
-        assistant_ids = {str(me.id), *([self.secrets.webhook_id] if self.secrets.webhook_id else [])}
-        context = build_messages(
-            lines,
-            assistant_ids=assistant_ids,
+        context = await read_conversation(
+            message,
+            me=me,
             limits=config.context,
             vision=config.provider.vision,
-            texts=texts,
-            truncated_before=more,
+            source=self._source,  # REST through the sink's rate limiter, not discord.py's
+            assistant_ids=[self.secrets.webhook_id] if self.secrets.webhook_id else [],
         )
-        system = self._system_prompt(message, context.user_names, me.display_name)
-        if context.notes:
-            system = "\n\n".join([system, *context.notes])
-        request = ChatRequest(
+        request = context.request(
             model=config.provider.model,
-            messages=context.messages,
-            system=system,
+            system=self._system_prompt(message, context.user_names, me.display_name),
             tools=self.tools.specs if self.tools is not None else (),
             sampler=SamplerSettings(
                 max_tokens=config.provider.max_tokens, temperature=config.provider.temperature

@@ -11,7 +11,6 @@ from __future__ import annotations
 __all__ = (
     "BotConfig",
     "ConfigError",
-    "ContextLimits",
     "DeliverySection",
     "DiscordSection",
     "LimitsSection",
@@ -43,6 +42,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 
 from rxcord import DeliveryMode, FunctionCall, InputError, TableStyle, ToolSpec
 from rxcord.core.errors import SsrfRefusedError
+from rxcord.discord.conversation import ContextLimits
 from rxcord.providers.ssrf import endpoint_url, precheck
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
@@ -191,17 +191,6 @@ class Permissions:
     blocked_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
     respond_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
     """Channels where every message gets an answer, without a mention."""
-
-
-@attrs.frozen(kw_only=True)
-class ContextLimits:
-    """``[context]``: how much conversation goes to the model."""
-
-    max_messages: int = attrs.field(default=25, validator=_positive)
-    max_chars: int = attrs.field(default=40_000, validator=_positive)
-    max_images: int = attrs.field(default=4, validator=_non_negative)
-    max_attachment_chars: int = attrs.field(default=20_000, validator=_non_negative)
-    """Per text attachment; longer ones are cut, with a note."""
 
 
 def _module_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -497,8 +486,10 @@ def _first_error(exc: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, 
             return _first_error(sub, (*path, note) if note else path)
     if isinstance(exc, ForbiddenExtraKeysError):
         return (*path, sorted(exc.extra_fields)[0]), "unknown key"
-    if isinstance(exc, _FieldError):
-        return (*path, exc.field), str(exc)
+    field = getattr(exc, "field", None)
+    if isinstance(exc, ValueError) and isinstance(field, str):
+        # Our validators name their attribute (``[context]``'s limits are rxcord.discord's).
+        return (*path, field), str(exc)
     if isinstance(exc, KeyError):
         return path, "is required"
     if isinstance(exc, ValueError | TypeError):

@@ -14,9 +14,9 @@ out in time order once reversed, without sorting:
   message's id, in the parent channel) is the oldest line; a message that replies to
   nothing also gets the thread's earlier messages.
 
-Every step is bounded by the room left (``ContextLimits.max_messages``): the number of
-messages read, and of requests made (at most three per line), is linear in that limit,
-whatever the chain's shape.
+Every step is bounded by the room left (``ContextLimits.max_messages``), and the pages read
+around an answer grow from two messages, doubling: the messages read and the requests made
+are linear in the lines kept, whatever the chain's or the channel's shape.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from collections.abc import Set
 import attrs
 
 from rxcord.discord.conversation import ChatLine, ContextLimits, MessageSource
+
+_FIRST_PAGE = 2
+"""Messages asked for first around an answer's part (most answers have one to three parts)."""
 
 
 @attrs.define
@@ -57,36 +60,58 @@ class _Walk:
         return True
 
 
+def _continues(walk: _Walk, line: ChatLine) -> bool:
+    """Whether *line* is a later part of the answer being read (the assistant's, replying to nothing)."""
+    return line.author_id in walk.mine and line.reply_to is None and line.id not in walk.seen
+
+
 async def _later_parts(walk: _Walk, part: ChatLine, source: MessageSource) -> None:
-    """The answer's parts after *part*, newest first (continuation parts reply to nothing)."""
-    if walk.room <= 1:
-        return
-    after = await source.after(part.channel_id, part.id, min(100, walk.room - 1))
+    """Take the answer's parts after *part* (one place is kept for *part* itself).
+
+    Pages grow from two messages, doubling: what is read past the answer's end is at most
+    about twice the parts found, so the walk stays linear however the channel goes on.
+    """
+    wanted = walk.room - 1
     parts: list[ChatLine] = []
-    for line in after:
-        if line.author_id not in walk.mine or line.reply_to is not None or line.id in walk.seen:
+    anchor, size = part.id, _FIRST_PAGE
+    while len(parts) < wanted:
+        asked = min(100, size, wanted - len(parts))
+        page = await source.after(part.channel_id, anchor, asked)
+        ended = len(page) < asked
+        for line in page:
+            if not _continues(walk, line):
+                ended = True
+                break
+            parts.append(line)
+        if ended or not page:
             break
-        parts.append(line)
-    for line in reversed(parts):
+        anchor, size = page[-1].id, size * 2
+    for line in reversed(parts):  # the walk holds lines newest first
         walk.take(line)
 
 
 async def _first_part(walk: _Walk, part: ChatLine, source: MessageSource) -> ChatLine:
-    """Take the answer's parts before *part*, back to its first part; return that first part."""
-    if part.reply_to is not None or walk.room <= 0:
-        return part
-    earlier = await source.before(part.channel_id, part.id, min(100, walk.room + 1))
-    first = part
-    for line in reversed(earlier):
-        if line.author_id not in walk.mine or line.id in walk.seen:
+    """Take the answer's parts before *part*, back to its first part (the one that replies).
+
+    Returns:
+        The earliest part taken: the chain goes on from its ``reply_to``.
+    """
+    first, size = part, _FIRST_PAGE
+    while first.reply_to is None:
+        if walk.room <= 0:
+            walk.more = True  # a part that replies to nothing follows the answer's earlier parts
             return first
-        if not walk.take(line):
-            return first
-        first = line
-        if line.reply_to is not None:
-            return first
-    if len(earlier) > walk.room:
-        walk.more = True
+        asked = min(100, size, walk.room + 1)
+        page = await source.before(part.channel_id, first.id, asked)
+        for line in reversed(page):
+            if line.author_id not in walk.mine or line.id in walk.seen or not walk.take(line):
+                return first  # not the assistant's, seen, or no room (``take`` set ``more``)
+            first = line
+            if first.reply_to is not None:
+                return first
+        if len(page) < asked:
+            return first  # the channel's first message
+        size *= 2
     return first
 
 
@@ -99,7 +124,7 @@ async def _answer(walk: _Walk, part: ChatLine, source: MessageSource) -> ChatLin
 
 async def _chain(walk: _Walk, trigger: ChatLine, source: MessageSource) -> None:
     current = trigger
-    while current.reply_to is not None:
+    while current.reply_to is not None and current.reply_to not in walk.seen:  # seen: a cycle
         if walk.room <= 0:
             walk.more = True
             return

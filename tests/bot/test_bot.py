@@ -11,7 +11,7 @@ from loguru import logger
 
 from rxcord import StreamStatus
 from rxcord.bot.app import RxcordBot
-from tests.bot.conftest import BOB, GENERAL, TESTING, World, eventually, idle
+from tests.bot.conftest import ALICE, BOB, GENERAL, TESTING, World, eventually, idle
 
 
 @pytest.mark.timeout(120)
@@ -71,7 +71,7 @@ async def test_a_follow_up_interrupts_and_the_second_answer_arrives(world: World
     await eventually(
         lambda: 0 in world.provider.closed_early, what="the provider to see the request cancelled"
     )
-    assert world.provider.last_user_text(1) == "alice: actually, words=4"
+    assert world.provider.last_user_text(1) == f"[alice, id {ALICE}]: actually, words=4"
     assert world.bot_messages(GENERAL)[-1]["content"] == "Answer to actually, words=4: w0 w1 w2 w3"
 
 
@@ -164,11 +164,11 @@ async def test_a_reply_chain_of_five_reaches_the_provider_in_order(world: World)
     ]
     assert chat[0][0] == "system" and "alice" in chat[0][1] and "bob" in chat[0][1]
     assert chat[1:] == [
-        ("user", "alice: first words=1"),
+        ("user", f"[alice, id {ALICE}]: first words=1"),
         ("assistant", answer1["content"]),
-        ("user", "bob: second words=2"),
+        ("user", f"[bob, id {BOB}]: second words=2"),
         ("assistant", answer2["content"]),
-        ("user", "alice: third words=3"),
+        ("user", f"[alice, id {ALICE}]: third words=3"),
     ]
     assert first["id"] != second["id"]
 
@@ -182,7 +182,7 @@ async def test_a_blocked_user_gets_no_answer(world: World) -> None:
     await eventually(lambda: len(world.bot_messages(GENERAL)) == 1, what="alice's answer")
     await idle(bot)
     assert [world.provider.last_user_text(i) for i in range(len(world.provider.requests))] == [
-        "alice: from alice words=2"
+        f"[alice, id {ALICE}]: from alice words=2"
     ]
 
 
@@ -229,9 +229,9 @@ async def test_in_a_thread_the_history_is_the_context(world: World) -> None:
     await eventually(lambda: len(bot.finished) == 1, what="the answer in the thread")
     chat = [(m["role"], m["content"]) for m in world.provider.requests[0]["messages"][1:]]
     assert chat == [
-        ("user", "bob: we need a name words=1"),
-        ("user", "alice: something short words=1"),
-        ("user", "alice: any ideas? words=2"),
+        ("user", f"[bob, id {BOB}]: we need a name words=1"),
+        ("user", f"[alice, id {ALICE}]: something short words=1"),
+        ("user", f"[alice, id {ALICE}]: any ideas? words=2"),
     ]
     assert world.bot_text(thread) == "Answer to any ideas? words=2: w0 w1"
 
@@ -281,7 +281,9 @@ async def test_text_attachments_are_read_from_discord_hosts_only(world: World) -
     await world.say(GENERAL, f"{_me(bot)} read these words=1", attachments=attachments)
     await eventually(lambda: len(bot.finished) == 1, what="the answer")
     prompt = world.provider.last_user_text(0)
-    assert prompt == "alice: read these words=1\n\n<file name='notes.txt'>\ncontents of notes.txt\n</file>"
+    assert prompt == (
+        f"[alice, id {ALICE}]: read these words=1\n\n<file name='notes.txt'>\ncontents of notes.txt\n</file>"
+    )
 
 
 @pytest.mark.timeout(120)
@@ -295,8 +297,8 @@ async def test_direct_messages_only_when_allowed(world: World, allowed: bool) ->
     await eventually(lambda: len(world.bot_messages(GENERAL)) == 1, what="the public answer")
     await idle(bot)
     answered = {world.provider.last_user_text(i) for i in range(len(world.provider.requests))}
-    private = {"alice: hello in private words=2"} if allowed else set()
-    assert answered == {"alice: and in public words=1", *private}
+    private = {f"[alice, id {ALICE}]: hello in private words=2"} if allowed else set()
+    assert answered == {f"[alice, id {ALICE}]: and in public words=1", *private}
     assert world.bot_text(dm) == ("Answer to hello in private words=2: w0 w1" if allowed else "")
 
 

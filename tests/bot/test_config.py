@@ -1,4 +1,4 @@
-"""The bot's pure parts: the conversation to the model's context, permissions, the config file."""
+"""The bot's configuration file, its permissions and its secrets."""
 
 from __future__ import annotations
 
@@ -6,75 +6,11 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from rxcord import DeliveryMode, ImagePart, MissingCredentialError, Role, TextPart
+from rxcord import DeliveryMode, MissingCredentialError
 from rxcord.bot.app import permitted, resolve_secrets
-from rxcord.bot.config import ConfigError, ContextLimits, parse_config
-from rxcord.bot.history import Attachment, ChatLine, build_messages
-
-BOT = "100"
-PNG = Attachment(filename="cat.png", url="https://cdn.example/cat.png", content_type="image/png", size=10)
-TXT = Attachment(
-    filename="notes.txt", url="https://cdn.example/notes.txt", content_type="text/plain", size=10
-)
-
-
-def _line(i: int, text: str, author: str = "7", name: str = "alice", **kw: object) -> ChatLine:
-    return ChatLine(id=str(i), channel_id="1", author_id=author, author_name=name, content=text, **kw)  # type: ignore[arg-type]
-
-
-def test_roles_names_and_the_bot_mention() -> None:
-    lines = [
-        _line(1, f"<@{BOT}> hi"),
-        _line(2, "hello!", author=BOT, name="bot"),
-        _line(3, f"<@!{BOT}> more"),
-    ]
-    context = build_messages(lines, assistant_ids=[BOT], limits=ContextLimits(), vision=False)
-    assert [(m.role, m.text) for m in context.messages] == [
-        (Role.USER, "alice: hi"),
-        (Role.ASSISTANT, "hello!"),
-        (Role.USER, "alice: more"),
-    ]
-    assert context.notes == ()
-    assert context.user_names == ("alice",)
-
-
-@given(count=st.integers(1, 40), size=st.integers(1, 300), max_messages=st.integers(1, 30))
-def test_the_budget_keeps_the_newest_and_says_what_was_left_out(
-    count: int, size: int, max_messages: int
-) -> None:
-    limits = ContextLimits(max_messages=max_messages, max_chars=1000)
-    lines = [_line(i, f"{i}:" + "x" * size) for i in range(count)]
-    context = build_messages(lines, assistant_ids=[BOT], limits=limits, vision=False)
-    kept = context.messages
-    assert 1 <= len(kept) <= max_messages
-    assert sum(len(m.text) for m in kept) <= 1000
-    # The newest messages, in order, oldest first.
-    assert [m.text.split(":")[1].strip() for m in kept] == [str(i) for i in range(count - len(kept), count)]
-    left_out = count - len(kept)
-    if left_out:
-        assert context.notes[0].startswith(f"{left_out} earlier message(s)")
-    else:
-        assert not any("earlier" in note for note in context.notes)
-
-
-def test_images_for_vision_models_only_and_text_attachments_inline() -> None:
-    lines = [_line(1, "look", attachments=(PNG, TXT))]
-    texts = {TXT.url: "y" * 50}
-    limits = ContextLimits(max_attachment_chars=20)
-    seen = build_messages(lines, assistant_ids=[BOT], limits=limits, vision=True, texts=texts)
-    parts = seen.messages[0].content
-    assert (
-        isinstance(parts[0], TextPart)
-        and "<file name='notes.txt'>\n" + "y" * 20 + "\n</file>" in parts[0].text
-    )
-    assert parts[1] == ImagePart(mime_type="image/png", url=PNG.url)
-    assert any("notes.txt were cut at 20" in note for note in seen.notes)
-    blind = build_messages(lines, assistant_ids=[BOT], limits=limits, vision=False, texts=texts)
-    assert not any(isinstance(p, ImagePart) for p in blind.messages[0].content)
-    assert any("1 image attachment(s) were left out (this model reads no images)" in n for n in blind.notes)
+from rxcord.bot.config import parse_config
+from rxcord.core.errors import ConfigError
 
 
 def test_permissions_blocks_win_and_allow_lists_restrict() -> None:
