@@ -265,7 +265,7 @@ class LimitsSection:
     requests_per_user: int = attrs.field(default=20, validator=_non_negative)
     window_seconds: int = attrs.field(default=3600, validator=_positive)
     """The request window (fixed, aligned to multiples of it since the epoch)."""
-    concurrent_per_user: int = attrs.field(default=2, validator=_non_negative)
+    concurrent_per_user: int = attrs.field(default=3, validator=_non_negative)
     concurrent_per_channel: int = attrs.field(default=4, validator=_non_negative)
     tokens_per_user_per_day: int = attrs.field(default=0, validator=_non_negative)
     tokens_per_guild_per_day: int = attrs.field(default=0, validator=_non_negative)
@@ -275,7 +275,8 @@ class LimitsSection:
     refusal: str = attrs.field(default="reply", validator=_refusal_style)
     """``reply`` (one short reply saying which limit and when it resets) or ``reaction`` (⏳)."""
     state_file: str | None = None
-    """The SQLite file of the counters (default: ``rxcord-limits.sqlite3`` next to the config)."""
+    """The SQLite file of the counters (``load_config``: ``rxcord-limits.sqlite3`` next to the config
+    file, a relative path from there; a config built in code without it: in memory)."""
     lease_seconds: int = attrs.field(default=900, validator=_positive)
     """A running answer's concurrency lease expires after this (a crashed process's leases end)."""
 

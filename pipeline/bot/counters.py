@@ -18,6 +18,7 @@ Redis one Lua script (two processes on one server hold a shared cap). Settling i
 from __future__ import annotations
 
 __all__ = (
+    "MEMORY",
     "Ask",
     "Charge",
     "CounterStore",
@@ -40,6 +41,9 @@ import attrs
 from rxcord.bot.config import LimitsSection
 
 _T = TypeVar("_T")
+
+MEMORY: Final = ":memory:"
+"""The state file of counters kept in memory only (a config built in code without ``state_file``)."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS requests (user TEXT, window INTEGER, count INTEGER, PRIMARY KEY (user, window));
@@ -136,7 +140,8 @@ class SqliteCounters:
     def __init__(self, path: str | Path, limits: LimitsSection) -> None:
         self._limits = limits
         self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="limits")
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if str(path) != MEMORY:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never corrupt

@@ -17,20 +17,18 @@ says so once per model).
 
 from __future__ import annotations
 
-__all__ = ("REACTION", "Limits", "answered_model", "charge_of", "default_state_file", "refusal_text")
+__all__ = ("REACTION", "Limits", "answered_model", "charge_of", "refusal_text")
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from loguru import logger
 
 from rxcord import MissingCredentialError, TurnResult
-from rxcord.bot.config import LIMITS_STATE_FILE, BotConfig, LimitsSection, ModelPrice
-from rxcord.bot.counters import Ask, Charge, CounterStore, RedisCounters, Refusal, SqliteCounters
+from rxcord.bot.config import BotConfig, LimitsSection, ModelPrice
+from rxcord.bot.counters import MEMORY, Ask, Charge, CounterStore, RedisCounters, Refusal, SqliteCounters
 from rxcord.io.locales import default_catalog
 
 if TYPE_CHECKING:
@@ -59,12 +57,6 @@ _WHAT: Final = {
     "cost_per_user_per_day": ("limits.cost_per_user", "You have used ${used} of ${limit} today"),
     "cost_per_guild_per_day": ("limits.cost_per_guild", "This server has used ${used} of ${limit} today"),
 }
-
-
-def default_state_file() -> Path:
-    """Where the counters live when the config was not read from a file: the user's state dir."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "rxcord" / LIMITS_STATE_FILE
 
 
 def answered_model(result: TurnResult) -> str | None:
@@ -167,7 +159,9 @@ class Limits:
                 raise MissingCredentialError(variable)
             store = RedisCounters(url, config.limits)
         else:
-            store = SqliteCounters(config.limits.state_file or default_state_file(), config.limits)
+            # load_config always names a file (next to the config); a config built in code
+            # without one keeps the counters in memory, for this process's life.
+            store = SqliteCounters(config.limits.state_file or MEMORY, config.limits)
         return cls(config.limits, config.prices, store=store, clock=clock)
 
     async def check(

@@ -128,6 +128,12 @@ async def test_from_config_picks_redis_when_scaled_out_and_sqlite_otherwise(
         await limits.close()
     with pytest.raises(MissingCredentialError, match="BOT_REDIS is not set"):
         Limits.from_config(scaled, {})
+    in_code = Limits.from_config(BotConfig(provider=provider), {})  # no file named: in memory
+    try:
+        assert await in_code.check(user="u", channel="c", guild=None, message_id="m") is None
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        await in_code.close()
     local = BotConfig(provider=provider, limits=LimitsSection(state_file=str(tmp_path / "s.db")))
     limits = Limits.from_config(local, {})
     try:
