@@ -191,6 +191,10 @@ class Permissions:
     blocked_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
     respond_channels: tuple[str, ...] = attrs.field(default=(), validator=_ids)
     """Channels where every message gets an answer, without a mention."""
+    admin_users: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    """May stop anyone's answer with ``/stop`` or ``/kill`` (askers may always stop their own)."""
+    moderator_roles: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    """Members with one of these roles may stop anyone's answer (as may those with Manage Messages)."""
 
 
 def _module_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
