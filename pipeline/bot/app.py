@@ -1,16 +1,19 @@
 """The bot: discord.py for the gateway and slash commands, rxcord for every answer.
 
-One ``Turn`` per message being answered. It reads the conversation (``rxcord.discord.read_conversation``),
-fills the system prompt, and calls ``rxcord.run_turn`` (key and model fallback; the tool
-loop only with a ``[tools]`` table) with the ``RestSink`` as the sink and the bot's ``StopRegistry``, so:
+Built on ``rxcord.discord``: ``Answers`` decides which messages get an answer and runs them
+(``Permissions`` from ``[permissions]``; ``/stop`` and ``/kill`` from ``rxcord.discord.commands``);
+each answer reads the conversation (``rxcord.discord.read_conversation``), fills the system prompt, and
+calls ``rxcord.run_turn`` (key and model fallback; the tool loop only with a ``[tools]``
+table) with the ``RestSink`` as the sink and the answer's own stop key, so:
 
-* a follow-up message from the same user in the same channel while a turn runs is a
-  follow-up interrupt (``StopKind.INTERRUPT``: the buffer is discarded) and a new turn starts
-  with the new message;
+* an addressed follow-up from the same user in the same channel while their answer runs is a
+  follow-up interrupt (``StopKind.INTERRUPT``: the buffer is discarded) and their next answer
+  starts with the new message; a message not addressed to the bot interrupts nothing;
 * ``/stop`` is a graceful stop (``StopKind.USER``: what was generated is flushed), ``/kill``
-  aborts (``StopKind.KILL``); both are answered ephemerally;
-* each channel runs one turn at a time (a second mention waits for the first answer), and
-  channels are independent: several stream at once;
+  aborts (``StopKind.KILL``); both stop one answer (the caller's own, or for a moderator the
+  one running), and are answered ephemerally;
+* each user gets one answer at a time per channel; different users' answers in one channel,
+  and answers in different channels, stream at once;
 * SIGINT/SIGTERM stop every running turn gracefully (flushed), wait for them, then close the
   gateway and the HTTP sessions.
 
@@ -20,7 +23,7 @@ configuration names, never logged, never shown in a repr.
 
 from __future__ import annotations
 
-__all__ = ("ADAPTERS", "RxcordBot", "Secrets", "Turn", "permitted", "resolve_secrets")
+__all__ = ("ADAPTERS", "RxcordBot", "Secrets", "answer_permissions", "permitted", "resolve_secrets")
 
 import asyncio
 import collections
@@ -30,6 +33,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import Any, Final
 
 import aiohttp
@@ -44,17 +48,13 @@ from rxcord import (
     Candidate,
     CustomAdapter,
     GoogleAdapter,
-    KeyCooldown,
     MissingCredentialError,
     NvidiaAdapter,
     OpenAIAdapter,
     OpenRouterAdapter,
-    ProviderAdapter,
-    RateLimiter,
     RestSink,
     SamplerSettings,
     StopKind,
-    StopRegistry,
     StreamConfig,
     StreamContext,
     TransportConfig,
@@ -63,9 +63,13 @@ from rxcord import (
     run_turn,
 )
 from rxcord.bot.config import BotConfig, load_tools
+from rxcord.compose import KeyCooldown
+from rxcord.discord.answers import Answer, Answers
 from rxcord.discord.conversation import read_conversation
+from rxcord.discord.permissions import Permissions
 from rxcord.discord.sources import RestSource
-from rxcord.io.locales import default_catalog
+from rxcord.providers import ProviderAdapter
+from rxcord.sinks import RateLimiter
 
 _log = logger.bind(stage="bot")
 
@@ -119,10 +123,15 @@ def resolve_secrets(config: BotConfig, env: Mapping[str, str]) -> Secrets:
     return Secrets(token=token, api_keys=keys, webhook_id=webhook_id, webhook_token=webhook_token)
 
 
+def answer_permissions(config: BotConfig) -> Permissions:
+    """The ``[permissions]`` table as ``rxcord.discord.Permissions`` (the one rule the bot applies)."""
+    return Permissions(**attrs.asdict(config.permissions, recurse=False))
+
+
 def permitted(
     config: BotConfig, *, user_id: str, role_ids: set[str], channel_ids: set[str], dm: bool
 ) -> bool:
-    """Whether the bot may answer this user here (blocks win over allows).
+    """Whether the bot may answer this user here (``Permissions.may_ask`` on plain ids).
 
     Args:
         config: The bot's configuration.
@@ -131,39 +140,14 @@ def permitted(
         channel_ids: The channel and, for a thread, its parent.
         dm: A direct message.
     """
-    rules = config.permissions
-    if user_id in rules.blocked_users or role_ids & set(rules.blocked_roles):
-        return False
-    restricted = bool(rules.allowed_users or rules.allowed_roles)
-    if restricted and user_id not in rules.allowed_users and not role_ids & set(rules.allowed_roles):
-        return False
-    if dm:
-        return rules.allow_dms
-    if channel_ids & set(rules.blocked_channels):
-        return False
-    return not rules.allowed_channels or bool(channel_ids & set(rules.allowed_channels))
-
-
-@attrs.define(eq=False)
-class Turn:
-    """One answer being produced in a channel."""
-
-    channel_id: str
-    user_id: str
-    message_id: str
-    task: asyncio.Task[TurnResult | None] | None = None
-    streaming: bool = False
-    """``run_turn`` started: stops go through the registry (before that, the task is cancelled)."""
-    result: TurnResult | None = None
-    error: Exception | None = None
-    """What ended the turn when it failed instead of giving a result (a ``DiscordError`` that
-    delivery could not recover from, say); the channel was then told (``notice_sent``)."""
-    notice_sent: bool = False
-
-    @property
-    def done(self) -> bool:
-        """Whether the turn has ended."""
-        return self.task is not None and self.task.done()
+    ids = sorted(channel_ids)
+    channel = SimpleNamespace(
+        id=ids[0] if ids else "0",
+        parent_id=ids[1] if len(ids) > 1 else None,
+        guild=None if dm else True,
+    )
+    author = SimpleNamespace(id=user_id, roles=[SimpleNamespace(id=role) for role in role_ids])
+    return answer_permissions(config).may_ask(SimpleNamespace(author=author, channel=channel))
 
 
 def _locale_code(locale: object) -> str | None:
@@ -200,12 +184,6 @@ class RxcordBot:
         """Keys that failed for themselves (401/402/403), skipped across turns while it runs."""
         self.tools = load_tools(config.tools) if config.tools is not None else None
         """The tool loop's tools and handler (``[tools]``), or ``None``: the loop is off."""
-        self.registry = StopRegistry()
-        self.turns: dict[str, Turn] = {}
-        """The running turn of each channel."""
-        self.finished: collections.deque[Turn] = collections.deque(maxlen=100)
-        """The latest turns that ended, oldest first (their ``result``: ``None`` if cancelled early,
-        or if the turn failed: then its ``error``)."""
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self._session: aiohttp.ClientSession | None = None
         self._limiter = RateLimiter()
@@ -216,8 +194,30 @@ class RxcordBot:
         self._closing = False
         self.ready = asyncio.Event()
         self.client = self._make_client()
+        self.answers = Answers(
+            self.client,
+            self.candidates,
+            permissions=answer_permissions(config),
+            assistant_ids=[self.secrets.webhook_id] if self.secrets.webhook_id else [],
+            answer=lambda answer: self._answer(answer, answer.message),
+            failure_notice=self._failure_notice,
+        )
         self.tree = app_commands.CommandTree(self.client)
-        self._register_commands()
+        self.answers.install(self.tree)
+
+    @property
+    def turns(self) -> Mapping[int, Answer]:
+        """The answers queued or running, by number."""
+        return self.answers.active
+
+    @property
+    def finished(self) -> collections.deque[Answer]:
+        """The latest answers that ended, oldest first.
+
+        Their ``result``: ``None`` if stopped before streaming, or if the answer failed (then its
+        ``error``).
+        """
+        return self.answers.finished
 
     def __repr__(self) -> str:
         return f"RxcordBot(provider={self.config.provider.name!r}, model={self.config.provider.model!r})"
@@ -264,17 +264,8 @@ class RxcordBot:
         if self._closing:
             return
         self._closing = True
-        running = [turn for turn in self.turns.values() if not turn.done]
-        _log.info("shutting down: {n} running answer(s) stopped and flushed", n=len(running))
-        for turn in running:
-            self._stop_turn(turn, StopKind.USER)
-        tasks = [turn.task for turn in running if turn.task is not None]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
+        _log.info("shutting down: {n} running answer(s) stopped and flushed", n=len(self.answers.active))
+        await self.answers.close(StopKind.USER, grace=_SHUTDOWN_GRACE)
         await self.client.close()
         if self._connect is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -305,128 +296,12 @@ class RxcordBot:
 
         return client
 
-    def _register_commands(self) -> None:
-        bot = self
-
-        @self.tree.command(name="stop", description="Stop the answer in this channel; keep what was written")
-        async def stop(interaction: discord.Interaction) -> None:
-            await bot._command(interaction, StopKind.USER)
-
-        @self.tree.command(name="kill", description="Abort the answer in this channel at once")
-        async def kill(interaction: discord.Interaction) -> None:
-            await bot._command(interaction, StopKind.KILL)
-
-    async def _command(self, interaction: discord.Interaction, kind: StopKind) -> None:
-        channel_id = str(interaction.channel_id)
-        turn = self.turns.get(channel_id)
-        # The reply is in the user's language (the interaction's locale: rxcord.io.locales).
-        copy = default_catalog().for_locale(_locale_code(getattr(interaction, "locale", None)))
-        if turn is None or turn.done:
-            text = copy.text("command.nothing_running", "Nothing is being written here.")
-        elif kind is StopKind.USER:
-            self._stop_turn(turn, kind)
-            text = copy.text("command.stopped", "Stopped; what was written stays.")
-        else:
-            self._stop_turn(turn, kind)
-            text = copy.text("command.aborted", "Aborted.")
-        _log.info(
-            "/{name} in channel {channel}",
-            name="stop" if kind is StopKind.USER else "kill",
-            channel=channel_id,
-        )
-        await interaction.response.send_message(text, ephemeral=True)
-
-    # -- messages --------------------------------------------------------------------------------------
-
     async def on_message(self, message: discord.Message) -> None:
-        """Decide whether *message* gets an answer (or interrupts one), and start its turn."""
-        me = self.client.user
-        if self._closing or me is None or message.author.id == me.id or message.author.bot:
-            return
-        if message.webhook_id is not None:
-            return
-        channel_id = str(message.channel.id)
-        user_id = str(message.author.id)
-        current = self.turns.get(channel_id)
-        follow_up = current is not None and not current.done and current.user_id == user_id
-        if not follow_up and not self._addressed(message, me):
-            return
-        if not self._permitted(message):
-            _log.info(
-                "not answering user {user} in channel {channel}: not permitted",
-                user=user_id,
-                channel=channel_id,
-            )
-            return
-        previous: asyncio.Task[TurnResult | None] | None = None
-        if current is not None and not current.done:
-            if follow_up:
-                _log.info(
-                    "follow-up in channel {channel}: interrupting the running answer", channel=channel_id
-                )
-                self._stop_turn(current, StopKind.INTERRUPT)
-            previous = current.task
-        turn = Turn(channel_id=channel_id, user_id=user_id, message_id=str(message.id))
-        turn.task = asyncio.create_task(self._run(turn, message, previous))
-        self.turns[channel_id] = turn
+        """Hand *message* to ``Answers`` (addressed, permitted: answered; a follow-up interrupts)."""
+        if not self._closing:
+            await self.answers.on_message(message)
 
-    def _addressed(self, message: discord.Message, me: discord.ClientUser) -> bool:
-        if isinstance(message.channel, discord.DMChannel):
-            return True
-        if me in message.mentions or str(message.channel.id) in self.config.permissions.respond_channels:
-            return True
-        resolved = message.reference.resolved if message.reference is not None else None
-        if not isinstance(resolved, discord.Message):
-            return False
-        persona = self.secrets.webhook_id
-        return resolved.author.id == me.id or (persona is not None and str(resolved.webhook_id) == persona)
-
-    def _permitted(self, message: discord.Message) -> bool:
-        channel = message.channel
-        channels = {str(channel.id)}
-        if isinstance(channel, discord.Thread) and channel.parent_id is not None:
-            channels.add(str(channel.parent_id))
-        roles = {str(role.id) for role in getattr(message.author, "roles", ())}
-        return permitted(
-            self.config,
-            user_id=str(message.author.id),
-            role_ids=roles,
-            channel_ids=channels,
-            dm=isinstance(channel, discord.DMChannel),
-        )
-
-    def _stop_turn(self, turn: Turn, kind: StopKind) -> None:
-        if turn.streaming and self.registry.stop(turn.channel_id, kind, "bot"):
-            return
-        if turn.task is not None:
-            turn.task.cancel()  # still reading the conversation: nothing to flush
-
-    async def _run(
-        self, turn: Turn, message: discord.Message, previous: asyncio.Task[TurnResult | None] | None
-    ) -> TurnResult | None:
-        try:
-            if previous is not None:
-                await asyncio.wait([previous])  # one answer at a time per channel
-            turn.result = await self._answer(turn, message)
-            return turn.result
-        except asyncio.CancelledError:
-            _log.info("answer in channel {channel} cancelled before streaming", channel=turn.channel_id)
-            return None
-        except Exception as exc:
-            _log.exception(
-                "answer in channel {channel} failed: {error}",
-                channel=turn.channel_id,
-                error=type(exc).__name__,
-            )
-            turn.error = exc
-            turn.notice_sent = await self._failure_notice(turn, exc)
-            return None
-        finally:
-            self.finished.append(turn)
-            if self.turns.get(turn.channel_id) is turn:
-                del self.turns[turn.channel_id]
-
-    async def _failure_notice(self, turn: Turn, error: Exception) -> bool:
+    async def _failure_notice(self, turn: Answer, error: Exception) -> bool:
         """Tell the channel that the answer failed: as the bot, replying, best effort.
 
         As the bot even for a persona: the persona's webhook may be what failed. The text names
@@ -447,7 +322,7 @@ class RxcordBot:
             return False
         return True
 
-    async def _answer(self, turn: Turn, message: discord.Message) -> TurnResult:
+    async def _answer(self, turn: Answer, message: discord.Message) -> TurnResult:
         assert self._sink is not None and self._source is not None
         config = self.config
         me = self.client.user
@@ -489,7 +364,7 @@ class RxcordBot:
             sink=self._sink,
             context=self._stream_context(message),
             config=stream_config,
-            registry=self.registry,
+            registry=turn.stops,  # this answer's own stop key: /stop reaches it alone
             session=self._session,
             transport=TransportConfig(allow_private_network=config.provider.allow_private_network),
             tool_handler=self.tools.handle if self.tools is not None else None,

@@ -64,7 +64,8 @@ async def test_a_follow_up_interrupts_and_the_second_answer_arrives(world: World
     bot = await world.bot(world.config(mode="live"))
     await world.say(GENERAL, f"{_me(bot)} slow please")
     await eventually(lambda: world.provider.written.get(0, 0) >= 5, what="the first answer to stream")
-    await world.say(GENERAL, "actually, words=4")  # same user, same channel, no mention needed
+    await world.say(GENERAL, "brb, talking to bob")  # not addressed to the bot: interrupts nothing
+    await world.say(GENERAL, f"{_me(bot)} actually, words=4")  # same user, same channel, addressed
     await eventually(lambda: len(bot.finished) == 2, what="both turns to end")
     assert _status(bot, 0) is StreamStatus.FOLLOW_UP_INTERRUPT
     assert _status(bot, 1) is StreamStatus.COMPLETED
@@ -259,8 +260,9 @@ async def test_follow_ups_in_a_row_leave_only_the_last_answer_running(world: Wor
     bot = await world.bot(world.config(mode="live"))
     await world.say(GENERAL, f"{_me(bot)} slow one")
     await eventually(lambda: world.provider.written.get(0, 0) >= 3, what="the first answer to stream")
-    await world.say(GENERAL, "slow two")
-    await world.say(GENERAL, "three words=3")  # may interrupt "two" while it still waits for "one"
+    await world.say(GENERAL, f"{_me(bot)} slow two")
+    # "three" may interrupt "two" while it still waits for "one"
+    await world.say(GENERAL, f"{_me(bot)} three words=3")
     await eventually(lambda: len(bot.finished) == 3, what="three turns to end")
     await idle(bot)
     assert _status(bot, 0) is StreamStatus.FOLLOW_UP_INTERRUPT

@@ -17,6 +17,8 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.locale import LocaleText, current_text, locale_chain, normalize_locale, use_locale_text
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StopKind
+from rxcord.discord.answers import Answers
+from rxcord.discord.commands import run_command
 from rxcord.io.locales import (
     MAX_LOCALE_BYTES,
     LocaleCatalog,
@@ -24,12 +26,12 @@ from rxcord.io.locales import (
     locale_scope,
     register_locale_dir,
 )
-from rxcord.io.replay import ReplayServer
-from rxcord.operators.flush import error_embed
 from rxcord.providers.errors import describe_error
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
+from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 GERMAN = {
     "error.title.rate_limit": "Ratenlimit erreicht",
@@ -181,9 +183,15 @@ async def test_stop_commands_answer_in_the_interaction_locale(german_dir: Path) 
     try:
         for locale in (discord.Locale.german, discord.Locale.american_english):
             interaction = SimpleNamespace(
-                channel_id=5, locale=locale, response=SimpleNamespace(send_message=send_message)
+                channel=SimpleNamespace(id=5, guild=SimpleNamespace(id=7)),
+                channel_id=5,
+                guild_id=7,
+                user=SimpleNamespace(id=9, roles=[]),
+                permissions=None,
+                locale=locale,
+                response=SimpleNamespace(send_message=send_message),
             )
-            await RxcordBot._command(SimpleNamespace(turns={}), interaction, StopKind.USER)  # type: ignore[arg-type]
+            await run_command(Answers(SimpleNamespace(user=None)), interaction, StopKind.USER)  # type: ignore[arg-type]
     finally:
         dispose()
     assert sent == ["Hier wird gerade nichts geschrieben.", "Nothing is being written here."]
