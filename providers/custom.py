@@ -10,7 +10,7 @@ into the text instead of the ``tool_calls`` field. With
 ``rxcord.operators.verbatim_tools.VerbatimToolParser`` over the visible content
 (after the think-tag and spill guards) and turns such calls into
 ``function_call`` chunks. The shared normalizer also drops a delta that
-resends the whole content so far (see ``rxcord.providers.openai_wire``).
+resends the whole content so far (see ``rxcord.providers.chat_completions.normalizer``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import ClassVar, Final
 import attrs
 
 from rxcord.core.config import Guards
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY
 from rxcord.providers.base import DegradationPolicy
-from rxcord.providers.openai_wire import (
+from rxcord.providers.chat_completions.adapter import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

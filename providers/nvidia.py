@@ -16,9 +16,9 @@ from typing import ClassVar, Final
 
 import attrs
 
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy
-from rxcord.providers.openai_wire import (
+from rxcord.providers.chat_completions.adapter import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

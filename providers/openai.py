@@ -1,6 +1,6 @@
 """OpenAI Chat Completions (stages 01-03).
 
-The wire is ``rxcord.providers.openai_wire``; this adapter sets OpenAI's options:
+The wire is ``rxcord.providers.chat_completions``; this adapter sets OpenAI's options:
 the default base URL, ``max_completion_tokens`` (reasoning models reject
 ``max_tokens``), no ``top_k`` (OpenAI rejects it) and a top-level
 ``reasoning_effort``. A 502 alone is not taken as a payload incompatibility.
@@ -15,7 +15,7 @@ from typing import ClassVar, Final
 import attrs
 
 from rxcord.providers.base import DegradationPolicy
-from rxcord.providers.openai_wire import (
+from rxcord.providers.chat_completions.adapter import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

@@ -25,7 +25,7 @@ from typing import ClassVar, Final
 import attrs
 
 from rxcord.providers.base import DegradationPolicy
-from rxcord.providers.openai_wire import (
+from rxcord.providers.chat_completions.adapter import (
     OPENAI_COMPATIBLE_MANDATORY,
     OPENAI_COMPATIBLE_REMOVALS,
     ChatCompletionsAdapter,

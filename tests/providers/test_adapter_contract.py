@@ -18,7 +18,7 @@ from rxcord.core.request import ChatRequest, Message, SamplerSettings, ToolSpec
 from rxcord.core.types import ChunkType, ErrorType, ProcessedChunk, ProviderError, RawStreamChunk
 from rxcord.providers.base import DegradationPolicy, HttpRequest, ProviderAdapter
 from rxcord.providers.registry import PROVIDERS, default_registry
-from tests.providers.test_openai_wire import sse_events
+from tests.providers.chat_completions.test_normalizer import sse_events
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
 BASE = "http://127.0.0.1:9/v1"

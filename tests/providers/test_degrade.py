@@ -17,7 +17,7 @@ from rxcord.providers.errors import classify_http_error, classify_stream_error
 from rxcord.providers.nvidia import NVIDIA_POLICY
 from rxcord.providers.openai import OPENAI_POLICY
 from rxcord.providers.openrouter import OPENROUTER_POLICY
-from tests.providers.test_openai_wire import load_json, sse_events
+from tests.providers.chat_completions.test_normalizer import load_json, sse_events
 
 IMAGE = "data:image/png;base64," + "A" * 50_000
 

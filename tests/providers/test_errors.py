@@ -19,7 +19,7 @@ from rxcord.providers.errors import (
     error_facts,
     scrub,
 )
-from tests.providers.test_openai_wire import load_json, sse_events
+from tests.providers.chat_completions.test_normalizer import load_json, sse_events
 
 
 def http(provider: str, name: str, status: int, headers: dict[str, str] | None = None) -> ProviderError:

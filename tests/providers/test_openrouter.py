@@ -10,7 +10,7 @@ from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk
 from rxcord.providers.degrade import Degrader
 from rxcord.providers.errors import classify_http_error
 from rxcord.providers.openrouter import OPENROUTER_BASE_URL, OpenRouterAdapter
-from tests.providers.test_openai_wire import (
+from tests.providers.chat_completions.test_normalizer import (
     calls_of,
     load_json,
     of_type,

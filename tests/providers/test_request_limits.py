@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rxcord.core.request import ChatRequest, Message
-from rxcord.providers.google import GoogleAdapter, supports_thoughts
+from rxcord.providers.google import GoogleAdapter
+from rxcord.providers.google.request import supports_thoughts
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 

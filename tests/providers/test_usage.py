@@ -10,11 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
 
+from rxcord.core.errors import DenialCopy, ProviderRequestDeniedError
 from rxcord.core.types import ErrorType, ProviderError, Usage
 from rxcord.providers.hooks import (
-    DenialCopy,
     ProviderRequest,
-    ProviderRequestDeniedError,
     begin_provider_request,
     current_usage_context,
     find_denial,
@@ -33,7 +32,7 @@ from rxcord.providers.usage import (
     usage_callback,
     with_usage_callback,
 )
-from tests.providers.test_openai_wire import sse_events
+from tests.providers.chat_completions.test_normalizer import sse_events
 
 # -- OpenAI-compatible ---------------------------------------------------------
 

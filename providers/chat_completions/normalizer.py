@@ -1,18 +1,12 @@
-"""The OpenAI Chat Completions wire, shared by the OpenAI-compatible adapters (stages 01-03).
+"""Stage 03 of the Chat Completions wire: ``chat.completion.chunk`` events as ``ProcessedChunk``s.
 
-OpenAI, OpenRouter, NVIDIA NIM and custom endpoints speak the same format;
-this module holds the parts they share:
-
-* ``build_messages`` / ``build_chat_body`` (stage 01): a ``ChatRequest`` as a
-  Chat Completions body. Images become ``image_url`` parts, tools
-  ``{"type": "function", ...}``, calls keep their ids, tool results are role
-  ``tool``; replay fields (DeepSeek-style ``reasoning_content``, OpenRouter
-  ``reasoning_details``) go back on the assistant message that produced them.
-* ``ChatCompletionsNormalizer`` (stage 03): ``chat.completion.chunk`` events
-  (and a complete, non-streamed ``chat.completion``) as ``ProcessedChunk``s.
-* ``ChatCompletionsAdapter``: the ``ProviderAdapter`` methods on top of both;
-  ``rxcord.providers.openai``, ``.openrouter``, ``.nvidia`` and ``.custom`` only set
-  their options.
+OpenAI, OpenRouter, NVIDIA NIM and custom endpoints speak the same format, so they share this
+normalizer: ``ChatCompletionsNormalizer`` turns ``chat.completion.chunk`` events (and a complete,
+non-streamed ``chat.completion``) into ``ProcessedChunk``s. The helpers the adapter's commitment
+and rejection checks read (``has_meaningful_output``, ``chunk_error``, ``reported_usage``) live
+here too, beside the rules they share with it. The request body is
+``rxcord.providers.chat_completions.request``; the adapter methods,
+``rxcord.providers.chat_completions.adapter``.
 
 Normalizer rules
 ----------------
@@ -69,33 +63,23 @@ from __future__ import annotations
 
 __all__ = (
     "NO_FINISH_REASON",
-    "OPENAI_COMPATIBLE_MANDATORY",
-    "OPENAI_COMPATIBLE_REMOVALS",
-    "ChatCompletionsAdapter",
     "ChatCompletionsNormalizer",
-    "ReasoningStyle",
-    "WireOptions",
-    "build_chat_body",
-    "build_messages",
     "chunk_error",
     "has_meaningful_output",
     "normalize_finish_reason",
+    "reported_usage",
 )
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final, Literal, TypeGuard
+from typing import Any, Final, TypeGuard
 
 import attrs
 from loguru import logger
 
 from rxcord.core import safe_json
-from rxcord.core.config import Guards
-from rxcord.core.errors import InputError
-from rxcord.core.request import ChatRequest, ImagePart, Message, Role, TextPart
 from rxcord.core.text_buffer import TextBuffer
 from rxcord.core.types import (
-    ChunkNormalizer,
     ErrorType,
     FinishReason,
     FunctionCall,
@@ -106,16 +90,12 @@ from rxcord.core.types import (
     ThoughtLogEntry,
     Usage,
 )
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW
-from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.errors import (
     classify_http_error,
     classify_stream_error,
     content_blocked,
-    describe_error,
     scrub,
 )
-from rxcord.providers.unrecognized import RecognitionCheck
 from rxcord.providers.usage import from_openai
 
 _log = logger.bind(stage="03-normalize")
@@ -130,176 +110,6 @@ _RESEND_MIN: Final = 16
 _GENERAL_DELTA: Final = ("reasoning_details", "tool_calls", "function_call", "refusal")
 """Delta fields the short path leaves to the general one (when set)."""
 
-# ---------------------------------------------------------------------------
-# Stage 01: request body
-# ---------------------------------------------------------------------------
-
-
-def _image_url(part: ImagePart) -> str | None:
-    if part.url:
-        return part.url
-    if part.data_b64:
-        return f"data:{part.mime_type};base64,{part.data_b64}"
-    return None
-
-
-def _content(message: Message) -> str | list[dict[str, Any]]:
-    """Plain text when there are no images (the widest-supported shape), else a parts list."""
-    if not any(isinstance(part, ImagePart) for part in message.content):
-        return message.text
-    parts: list[dict[str, Any]] = []
-    for part in message.content:
-        if isinstance(part, TextPart):
-            if part.text:
-                parts.append({"type": "text", "text": part.text})
-            continue
-        url = _image_url(part)
-        if url is not None:
-            parts.append({"type": "image_url", "image_url": {"url": url}})
-    return parts
-
-
-def _arguments(call: FunctionCall) -> str:
-    return json.dumps(dict(call.args), ensure_ascii=False, separators=(",", ":"))
-
-
-_REPLAY_KEYS: Final = ("reasoning_content", "reasoning_details")
-
-
-def _assistant(message: Message, pending: list[tuple[str, str]], number: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": "assistant"}
-    text = message.text
-    out["content"] = text if text or not message.tool_calls else None
-    if message.tool_calls:
-        calls = []
-        for position, call in enumerate(message.tool_calls):
-            call_id = call.id or f"call_{number}_{position}"
-            pending.append((call_id, call.name))
-            calls.append(
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": _arguments(call)},
-                }
-            )
-        out["tool_calls"] = calls
-    replay: dict[str, Any] = {key: message.replay[key] for key in _REPLAY_KEYS if key in message.replay}
-    for call in message.tool_calls:
-        for key in _REPLAY_KEYS:
-            # Every call of one response carries the same replay fields: the first one found is kept.
-            if key in call.replay and key not in replay:
-                replay[key] = call.replay[key]
-    out.update(replay)
-    return out
-
-
-def _tool_result(message: Message, pending: list[tuple[str, str]]) -> dict[str, Any]:
-    call_id = message.tool_call_id
-    if call_id is None:
-        # A result without an id answers the oldest open call (of the same name, when named).
-        match = next((item for item in pending if message.name in (None, item[1])), None)
-        if match is not None:
-            call_id = match[0]
-    pending[:] = [item for item in pending if item[0] != call_id]
-    return {"role": "tool", "tool_call_id": call_id or "", "content": message.text}
-
-
-def build_messages(request: ChatRequest) -> list[dict[str, Any]]:
-    """The ``messages`` array of *request* (system prompt first, prefill last)."""
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    pending: list[tuple[str, str]] = []
-    for number, message in enumerate(request.messages):
-        if message.role is Role.SYSTEM:
-            messages.append({"role": "system", "content": message.text})
-        elif message.role is Role.USER:
-            messages.append({"role": "user", "content": _content(message)})
-        elif message.role is Role.ASSISTANT:
-            messages.append(_assistant(message, pending, number))
-        else:
-            messages.append(_tool_result(message, pending))
-    if request.prefill:
-        messages.append({"role": "assistant", "content": request.prefill})
-    return messages
-
-
-ReasoningStyle = Literal["reasoning_effort", "openrouter", "none"]
-
-
-def build_chat_body(
-    request: ChatRequest,
-    *,
-    stream: bool = True,
-    max_tokens_key: str = "max_tokens",
-    send_top_k: bool = True,
-    reasoning_style: ReasoningStyle = "reasoning_effort",
-    max_stop: int | None = None,
-) -> dict[str, Any]:
-    """A Chat Completions body for *request*.
-
-    Args:
-        request: The provider-neutral request.
-        stream: Ask for SSE (``stream: true`` and ``stream_options.include_usage``).
-        max_tokens_key: ``max_tokens`` or ``max_completion_tokens`` (OpenAI).
-        send_top_k: Whether ``top_k`` is sent (OpenAI rejects it).
-        reasoning_style: ``reasoning_effort`` (top-level string), ``openrouter``
-            (``reasoning: {"effort": ...}``) or ``none``.
-        max_stop: The most stop strings the provider accepts (OpenAI: 4); the first ones are
-            kept (empty and repeated strings dropped first) and the rest logged as not sent.
-
-    Returns:
-        The body; ``request.extra`` is merged last and wins.
-    """
-    body: dict[str, Any] = {"model": request.model, "messages": build_messages(request)}
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": dict(tool.parameters),
-                },
-            }
-            for tool in request.tools
-        ]
-    stops = list(dict.fromkeys(stop for stop in request.stop if stop))
-    if max_stop is not None and len(stops) > max_stop:
-        _log.warning(
-            "{dropped} stop strings not sent: the provider accepts at most {limit}",
-            dropped=len(stops) - max_stop,
-            limit=max_stop,
-        )
-        stops = stops[:max_stop]
-    if stops:
-        body["stop"] = stops
-    sampler = request.sampler
-    optional: dict[str, Any] = {
-        "temperature": sampler.temperature,
-        "top_p": sampler.top_p,
-        "top_k": sampler.top_k if send_top_k else None,
-        max_tokens_key: sampler.max_tokens,
-        "frequency_penalty": sampler.frequency_penalty,
-        "presence_penalty": sampler.presence_penalty,
-        "seed": sampler.seed,
-    }
-    body.update({key: value for key, value in optional.items() if value is not None})
-    if sampler.reasoning_effort is not None:
-        if reasoning_style == "reasoning_effort":
-            body["reasoning_effort"] = sampler.reasoning_effort
-        elif reasoning_style == "openrouter":
-            body["reasoning"] = {"effort": sampler.reasoning_effort}
-    body["stream"] = stream
-    if stream:
-        body["stream_options"] = {"include_usage": True}
-    body.update(request.extra)
-    return body
-
-
-# ---------------------------------------------------------------------------
-# Stage 03: normalizer
-# ---------------------------------------------------------------------------
 
 _FINISH: Final[Mapping[str, FinishReason]] = {
     "stop": FinishReason.STOP,
@@ -959,140 +769,3 @@ def _is_complete(data: Mapping[str, Any]) -> bool:
 
 def _peek(data: object) -> str:
     return scrub(repr(data)[:500])
-
-
-# ---------------------------------------------------------------------------
-# The adapter methods shared by the OpenAI-compatible providers
-# ---------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class WireOptions:
-    """What differs between OpenAI-compatible providers on the wire."""
-
-    provider: str
-    """Provider identity."""
-    default_base_url: str | None
-    """Used when ``build_request`` gets no base URL (``None``: a base URL is required)."""
-    max_tokens_key: str = "max_tokens"
-    send_top_k: bool = True
-    reasoning_style: ReasoningStyle = "reasoning_effort"
-    hold_for_usage: bool = False
-    """Hold a tool-call finish until the trailing usage arrives (OpenRouter)."""
-    max_stop: int | None = None
-    """The most stop strings the provider accepts (OpenAI: 4; ``None``: no limit enforced)."""
-    think_start_window: int = DEFAULT_START_WINDOW
-    """Characters held at the stream's start for a stray ``</think>`` (a chat template that opened
-    ``<think>`` in the prompt): the same window on every adapter, so the stray-closer rule gives one
-    result for the same text (``rxcord.operators.reasoning_tags``)."""
-
-
-OPENAI_COMPATIBLE_MANDATORY: Final = frozenset({"model", "messages", "stream", "tools", "tool_choice"})
-"""Keys never degraded: removing tools would silently change the tool loop's contract."""
-
-OPENAI_COMPATIBLE_REMOVALS: Final = (
-    ("stream_options",),
-    ("top_k",),
-    ("seed",),
-    ("frequency_penalty", "presence_penalty"),
-    ("parallel_tool_calls",),
-    ("reasoning_effort",),
-    ("stop",),
-    ("top_p",),
-    ("temperature",),
-)
-"""The static removal list: least consequential first; length limits are never probed away."""
-
-
-class ChatCompletionsAdapter:
-    """The ``ProviderAdapter`` methods for a Chat Completions provider.
-
-    Subclasses set ``wire`` (a class constant) and a ``policy`` attribute, and may
-    override ``extra_headers`` and ``new_normalizer``.
-    """
-
-    wire: ClassVar[WireOptions]
-    policy: DegradationPolicy
-
-    @property
-    def name(self) -> str:
-        """Provider identity."""
-        return self.wire.provider
-
-    @property
-    def default_base_url(self) -> str | None:
-        """The provider's public API; another origin is a custom endpoint (``rxcord.providers.ssrf``)."""
-        return self.wire.default_base_url
-
-    def extra_headers(self) -> dict[str, str]:
-        """Provider-specific headers besides authorization."""
-        return {}
-
-    def build_request(
-        self, request: ChatRequest, *, base_url: str | None = None, api_key: str | None, stream: bool = True
-    ) -> HttpRequest:
-        """Stage 01: ``POST {base_url}/chat/completions`` with a bearer key.
-
-        Raises:
-            InputError: No base URL was given and the provider has no default.
-        """
-        root = base_url or self.wire.default_base_url
-        if not root:
-            raise InputError(f"{self.name}: a base URL is required")
-        root = root.rstrip("/")
-        url = root if root.endswith("/chat/completions") else f"{root}/chat/completions"
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream" if stream else "application/json",
-            **self.extra_headers(),
-        }
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        body = build_chat_body(
-            request,
-            stream=stream,
-            max_tokens_key=self.wire.max_tokens_key,
-            send_top_k=self.wire.send_top_k,
-            reasoning_style=self.wire.reasoning_style,
-            max_stop=self.wire.max_stop,
-        )
-        return HttpRequest(url=url, body=body, headers=headers, stream=stream)
-
-    def new_normalizer(self) -> ChunkNormalizer:
-        """Stage 03: a fresh per-stream normalizer."""
-        normalizer = ChatCompletionsNormalizer(provider=self.name, hold_for_usage=self.wire.hold_for_usage)
-        return RecognitionCheck(normalizer, self.name, "Chat Completions")
-
-    @property
-    def guards(self) -> Guards:
-        """Stage 03 guards: OpenAI-compatible backends may leak think tags and reasoning tails."""
-        return Guards(think_tags=True, think_start_window=self.wire.think_start_window, spill=True)
-
-    def is_meaningful(self, raw: RawStreamChunk) -> bool:
-        """Whether *raw* commits the stream (text, reasoning, a tool-call delta or usage)."""
-        return has_meaningful_output(raw)
-
-    def rejection(self, raw: RawStreamChunk) -> ProviderError | None:
-        """The error *raw* carries (transport error, error event, ``finish_reason: "error"``), if any."""
-        return chunk_error(raw, provider=self.name)
-
-    def ends_stream(self, chunks: Sequence[RawStreamChunk]) -> bool:
-        """A choice's ``finish_reason`` ends the stream (``data: [DONE]`` is read by the transport).
-
-        Some OpenAI-compatible servers close after the finish reason without ``[DONE]``: the
-        answer is whole (only a trailing usage chunk can be missing), so that is a clean end.
-        """
-        return any(_finish_reason_seen(raw.data) for raw in chunks)
-
-    def describe_error(self, error: ProviderError) -> str:
-        """The error embed's text (a model_error keeps the supported model ids)."""
-        return describe_error(error, provider=self.name)
-
-
-def _finish_reason_seen(data: object) -> bool:
-    if not isinstance(data, Mapping):
-        return False
-    choices = data.get("choices")
-    if not isinstance(choices, list):
-        return False
-    return any(isinstance(choice, Mapping) and choice.get("finish_reason") for choice in choices)

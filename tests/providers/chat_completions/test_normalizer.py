@@ -1,10 +1,10 @@
-"""The shared Chat Completions wire: request bodies, the normalizer, commitment and rejection.
+"""Stage 03 of the Chat Completions wire: ``ChatCompletionsNormalizer`` over captured streams.
 
 Normalizers are fed decoded events straight from the captures in
 ``tests/fixtures/captures/<provider>/`` (no HTTP): ``NAME.sse`` holds a raw SSE
 body, ``http_<status>_NAME.json`` an error body, ``complete_NAME.json`` a
-non-streamed response. ``sse_events`` and ``run`` are shared with the other
-provider tests.
+non-streamed response. ``sse_events``, ``load_json``, ``raws`` and ``run`` are shared
+with the other provider tests.
 """
 
 from __future__ import annotations
@@ -14,14 +14,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
 
 from rxcord.compose.pipeline import stage03
-from rxcord.core.errors import InputError
-from rxcord.core.request import ChatRequest, ImagePart, Message, Role, SamplerSettings, TextPart, ToolSpec
+from rxcord.core.request import ChatRequest, Message, Role
 from rxcord.core.types import (
     ChunkNormalizer,
     ChunkType,
@@ -33,20 +31,14 @@ from rxcord.core.types import (
     RawStreamChunk,
     ThoughtKind,
 )
+from rxcord.providers.chat_completions.normalizer import ChatCompletionsNormalizer, normalize_finish_reason
+from rxcord.providers.chat_completions.request import build_messages
 from rxcord.providers.custom import CustomAdapter
-from rxcord.providers.nvidia import NVIDIA_BASE_URL, NvidiaAdapter
-from rxcord.providers.openai import OPENAI_BASE_URL, OpenAIAdapter
-from rxcord.providers.openai_wire import (
-    ChatCompletionsNormalizer,
-    build_chat_body,
-    build_messages,
-    chunk_error,
-    has_meaningful_output,
-    normalize_finish_reason,
-)
+from rxcord.providers.nvidia import NvidiaAdapter
+from rxcord.providers.openai import OpenAIAdapter
 from tests.strategies import cut as _split
 
-CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
+CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "captures"
 
 
 def sse_events(provider: str, name: str) -> list[Any]:
@@ -105,162 +97,6 @@ def calls_of(chunks: Sequence[ProcessedChunk]) -> list[FunctionCall]:
 
 def openai_run(name: str) -> list[ProcessedChunk]:
     return run(OpenAIAdapter().new_normalizer(), raws("openai", sse_events("openai", name)))
-
-
-# ---------------------------------------------------------------------------
-# Stage 01: request body
-# ---------------------------------------------------------------------------
-
-
-def _tool_loop_request() -> ChatRequest:
-    call = FunctionCall(
-        name="get_weather",
-        args={"location": "Paris"},
-        id="call_1",
-        replay={"reasoning_details": [{"type": "reasoning.text", "text": "hm", "index": 0}]},
-    )
-    return ChatRequest(
-        model="m",
-        system="Be brief.",
-        messages=(
-            Message.user("What is this?", ImagePart(mime_type="image/jpeg", data_b64="QUJD")),
-            Message(role=Role.ASSISTANT, tool_calls=(call,), replay={"reasoning_content": "think"}),
-            Message(role=Role.TOOL, tool_call_id="call_1", name="get_weather", content=(TextPart("sunny"),)),
-        ),
-        tools=(ToolSpec(name="get_weather", description="Weather", parameters={"type": "object"}),),
-        stop=("\nUser:",),
-        sampler=SamplerSettings(temperature=0.7, top_k=40, max_tokens=256, seed=3, reasoning_effort="low"),
-    )
-
-
-def test_body_puts_images_as_image_url_parts() -> None:
-    """A user turn with an image becomes text and ``image_url`` parts (inline data as a data URL)."""
-    messages = build_messages(_tool_loop_request())
-    assert messages[1] == {
-        "role": "user",
-        "content": [
-            {"type": "text", "text": "What is this?"},
-            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,QUJD"}},
-        ],
-    }
-
-
-def test_body_text_only_user_turn_is_a_plain_string() -> None:
-    """Without images, content is a plain string (the most widely accepted shape)."""
-    assert build_messages(ChatRequest(model="m", messages=(Message.user("hi"),))) == [
-        {"role": "user", "content": "hi"}
-    ]
-
-
-def test_body_system_first_and_prefill_last() -> None:
-    """The system prompt opens the messages and a prefill closes them as an assistant turn."""
-    request = ChatRequest(model="m", system="S", messages=(Message.user("u"),), prefill="Sure,")
-    messages = build_messages(request)
-    assert messages[0] == {"role": "system", "content": "S"}
-    assert messages[-1] == {"role": "assistant", "content": "Sure,"}
-
-
-def test_body_tool_calls_keep_ids_and_replay_fields() -> None:
-    """Assistant calls keep their ids and JSON arguments; replay fields go back on the message."""
-    assistant = build_messages(_tool_loop_request())[2]
-    assert assistant["content"] is None
-    assert assistant["tool_calls"] == [
-        {
-            "id": "call_1",
-            "type": "function",
-            "function": {"name": "get_weather", "arguments": '{"location":"Paris"}'},
-        }
-    ]
-    assert assistant["reasoning_content"] == "think"
-    assert assistant["reasoning_details"] == [{"type": "reasoning.text", "text": "hm", "index": 0}]
-
-
-def test_body_tool_result_is_role_tool() -> None:
-    """A tool result is a ``tool`` message answering its call id."""
-    assert build_messages(_tool_loop_request())[3] == {
-        "role": "tool",
-        "tool_call_id": "call_1",
-        "content": "sunny",
-    }
-
-
-def test_body_tool_result_without_id_answers_the_open_call() -> None:
-    """A call without an id gets one, and a result without an id answers it."""
-    request = ChatRequest(
-        model="m",
-        messages=(
-            Message(role=Role.ASSISTANT, tool_calls=(FunctionCall(name="a"), FunctionCall(name="b"))),
-            Message(role=Role.TOOL, name="b", content=(TextPart("B"),)),
-            Message(role=Role.TOOL, content=(TextPart("A"),)),
-        ),
-    )
-    messages = build_messages(request)
-    ids = [call["id"] for call in messages[0]["tool_calls"]]
-    assert len(set(ids)) == 2
-    assert messages[1]["tool_call_id"] == ids[1]
-    assert messages[2]["tool_call_id"] == ids[0]
-
-
-def test_body_tools_stop_sampler_stream_options() -> None:
-    """Tools, stop, sampler settings, ``stream: true`` and ``include_usage`` are all sent."""
-    body = build_chat_body(_tool_loop_request())
-    assert body["tools"] == [
-        {
-            "type": "function",
-            "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}},
-        }
-    ]
-    assert body["stop"] == ["\nUser:"]
-    assert (body["temperature"], body["top_k"], body["max_tokens"], body["seed"]) == (0.7, 40, 256, 3)
-    assert body["reasoning_effort"] == "low"
-    assert body["stream"] is True
-    assert body["stream_options"] == {"include_usage": True}
-    assert "top_p" not in body
-
-
-def test_body_not_streamed_has_no_stream_options() -> None:
-    """A non-streamed body says ``stream: false`` and asks for no stream options."""
-    body = build_chat_body(ChatRequest(model="m"), stream=False)
-    assert body["stream"] is False
-    assert "stream_options" not in body
-
-
-def test_body_extra_fields_win() -> None:
-    """``ChatRequest.extra`` is merged last."""
-    body = build_chat_body(ChatRequest(model="m", extra={"temperature": 0.1, "min_p": 0.05}))
-    assert body["temperature"] == 0.1
-    assert body["min_p"] == 0.05
-
-
-def test_openai_adapter_request() -> None:
-    """OpenAI: default base URL, bearer key, ``max_completion_tokens``, no ``top_k``."""
-    http = OpenAIAdapter().build_request(_tool_loop_request(), api_key="sk-test")
-    assert http.url == f"{OPENAI_BASE_URL}/chat/completions"
-    assert http.headers["Authorization"] == "Bearer sk-test"
-    assert http.body["max_completion_tokens"] == 256
-    assert "max_tokens" not in http.body
-    assert "top_k" not in http.body
-    assert "sk-test" not in repr(http)
-
-
-def test_nvidia_adapter_request_and_url_joining() -> None:
-    """NVIDIA: default base URL; a given base URL with a trailing slash or the full path is joined once."""
-    assert NvidiaAdapter().build_request(ChatRequest(model="m"), api_key="k").url == (
-        f"{NVIDIA_BASE_URL}/chat/completions"
-    )
-    for base in ("http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000/v1/chat/completions"):
-        url = NvidiaAdapter().build_request(ChatRequest(model="m"), base_url=base, api_key=None).url
-        assert url == "http://127.0.0.1:8000/v1/chat/completions"
-
-
-def test_custom_adapter_needs_a_base_url_and_no_key() -> None:
-    """A custom endpoint has no default URL; without a key no Authorization header is sent."""
-    with pytest.raises(InputError):
-        CustomAdapter().build_request(ChatRequest(model="m"), api_key=None)
-    http = CustomAdapter().build_request(
-        ChatRequest(model="m"), base_url="http://127.0.0.1:1/v1", api_key=None
-    )
-    assert "Authorization" not in http.headers
 
 
 # ---------------------------------------------------------------------------
@@ -589,61 +425,6 @@ def test_reasoning_content_is_replayed_on_calls() -> None:
         ]["reasoning_content"]
         == "plan"
     )
-
-
-# ---------------------------------------------------------------------------
-# Commitment and rejection
-# ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("data", "meaningful"),
-    [
-        ({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}, False),
-        ({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, False),
-        ({"choices": []}, False),
-        ({"choices": [{"index": 0, "delta": {"content": "a"}}]}, True),
-        ({"choices": [{"index": 0, "delta": {"reasoning": "r"}}]}, True),
-        (
-            {
-                "choices": [
-                    {
-                        "index": 0,
-                        "delta": {"reasoning_details": [{"type": "reasoning.encrypted", "data": "x"}]},
-                    }
-                ]
-            },
-            True,
-        ),
-        ({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c"}]}}]}, True),
-        ({"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 0}}, True),
-        ({"error": {"message": "x"}}, False),
-    ],
-)
-def test_is_meaningful(data: Any, meaningful: bool) -> None:
-    """Text, reasoning, tool-call deltas and usage commit a stream; keepalives and errors do not."""
-    assert has_meaningful_output(RawStreamChunk(provider="openai", data=data)) is meaningful
-    assert OpenAIAdapter().is_meaningful(RawStreamChunk(provider="openai", data=data)) is meaningful
-
-
-def test_rejection_sees_error_events_and_transport_errors() -> None:
-    """``rejection`` returns the error of an error event, a ``finish_reason: error`` or a transport error."""
-    adapter = OpenAIAdapter()
-    assert (
-        adapter.rejection(RawStreamChunk(provider="openai", data={"choices": [{"delta": {"content": "a"}}]}))
-        is None
-    )
-    failure = ProviderError(type=ErrorType.API_ERROR, message="reset", retryable=True)
-    assert adapter.rejection(RawStreamChunk(provider="openai", error=failure)) is failure
-    stream_error = adapter.rejection(
-        RawStreamChunk(provider="openai", data=sse_events("openai", "mid_stream_error")[-1])
-    )
-    assert stream_error is not None and stream_error.type is ErrorType.API_ERROR
-    bare = adapter.rejection(
-        RawStreamChunk(provider="openai", data={"choices": [{"delta": {}, "finish_reason": "error"}]})
-    )
-    assert bare is not None and bare.retryable
-    assert chunk_error(RawStreamChunk(provider="x", data="text"), provider="x") is None
 
 
 # ---------------------------------------------------------------------------
