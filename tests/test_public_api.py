@@ -137,9 +137,12 @@ PUBLIC: dict[str, list[str]] = {
         "ChatLine",
         "ContextLimits",
         "Conversation",
+        "DiscordPySource",
         "Interrupt",
         "MessageSource",
         "Permissions",
+        "RestSource",
+        "build_conversation",
         "read_conversation",
     ],
     "rxcord.hooks": [

@@ -25,9 +25,12 @@ _EXPORTS = {
     "ChatLine": "rxcord.discord.conversation",
     "ContextLimits": "rxcord.discord.conversation",
     "Conversation": "rxcord.discord.conversation",
+    "DiscordPySource": "rxcord.discord.discordpy",
     "Interrupt": "rxcord.discord.answers",
     "MessageSource": "rxcord.discord.conversation",
     "Permissions": "rxcord.discord.permissions",
+    "RestSource": "rxcord.discord.sources",
+    "build_conversation": "rxcord.discord.conversation",
     "read_conversation": "rxcord.discord.conversation",
 }
 __all__ = tuple(sorted(_EXPORTS))
@@ -44,5 +47,8 @@ if TYPE_CHECKING:
     from rxcord.discord.conversation import ContextLimits as ContextLimits
     from rxcord.discord.conversation import Conversation as Conversation
     from rxcord.discord.conversation import MessageSource as MessageSource
+    from rxcord.discord.conversation import build_conversation as build_conversation
     from rxcord.discord.conversation import read_conversation as read_conversation
+    from rxcord.discord.discordpy import DiscordPySource as DiscordPySource
     from rxcord.discord.permissions import Permissions as Permissions
+    from rxcord.discord.sources import RestSource as RestSource
