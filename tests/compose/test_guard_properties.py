@@ -23,9 +23,9 @@ from rxcord.core.types import (
     DeliveryMode,
     StreamStatus,
 )
+from rxcord.providers.chat_completions.adapter import ChatCompletionsAdapter
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
-from rxcord.providers.chat_completions.adapter import ChatCompletionsAdapter
 from tests.chain_harness import TextFeed, run_planned
 from tests.strategies import cut
 

@@ -17,8 +17,8 @@ from rxcord.core.types import ChunkType, FinishReason, ProcessedChunk, RawStream
 from rxcord.io.replay import ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.anthropic.normalizer import NO_STOP_REASON
-from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.chat_completions.normalizer import NO_FINISH_REASON
+from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
 

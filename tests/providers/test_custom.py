@@ -5,9 +5,9 @@ from __future__ import annotations
 from rxcord.compose.pipeline import stage03
 from rxcord.core.request import ChatRequest
 from rxcord.core.types import ChunkType, ErrorType, FinishReason, ProcessedChunk, RawStreamChunk
+from rxcord.providers.chat_completions.normalizer import ChatCompletionsNormalizer
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.errors import classify_http_error
-from rxcord.providers.chat_completions.normalizer import ChatCompletionsNormalizer
 from tests.providers.chat_completions.test_normalizer import (
     calls_of,
     load_json,

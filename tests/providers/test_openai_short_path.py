@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rxcord.core.types import ChunkNormalizer, ProcessedChunk, RawStreamChunk
+from rxcord.providers.chat_completions.normalizer import ChatCompletionsNormalizer
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.nvidia import NvidiaAdapter
 from rxcord.providers.openai import OpenAIAdapter
-from rxcord.providers.chat_completions.normalizer import ChatCompletionsNormalizer
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.unrecognized import RecognitionCheck
 from tests.providers.chat_completions.test_normalizer import CAPTURES, raws, run, sse_events
