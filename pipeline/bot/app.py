@@ -63,6 +63,7 @@ from rxcord import (
     run_turn,
 )
 from rxcord.bot.config import BotConfig, load_tools
+from rxcord.bot.limits import Limits
 from rxcord.compose import KeyCooldown
 from rxcord.discord.answers import Answer, Answers
 from rxcord.discord.conversation import read_conversation
@@ -194,6 +195,8 @@ class RxcordBot:
         self._closing = False
         self.ready = asyncio.Event()
         self.client = self._make_client()
+        self.limits = Limits.from_config(config, os.environ if env is None else env)
+        """The ``[limits]`` caps, asked before every answer (their counters: SQLite or Redis)."""
         self.answers = Answers(
             self.client,
             self.candidates,
@@ -201,6 +204,7 @@ class RxcordBot:
             assistant_ids=[self.secrets.webhook_id] if self.secrets.webhook_id else [],
             answer=lambda answer: self._answer(answer, answer.message),
             failure_notice=self._failure_notice,
+            admission=self.limits,
         )
         self.tree = app_commands.CommandTree(self.client)
         self.answers.install(self.tree)
@@ -266,6 +270,7 @@ class RxcordBot:
         self._closing = True
         _log.info("shutting down: {n} running answer(s) stopped and flushed", n=len(self.answers.active))
         await self.answers.close(StopKind.USER, grace=_SHUTDOWN_GRACE)
+        await self.limits.close()  # after the answers: each settled its counters first
         await self.client.close()
         if self._connect is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
