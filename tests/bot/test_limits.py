@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import attrs
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from rxcord import StreamStatus, TurnResult, Usage
 from rxcord.bot.config import LimitsSection, ModelPrice, parse_config
 from rxcord.bot.counters import SqliteCounters
-from rxcord.bot.limits import Limits, answered_model, charge_of
+from rxcord.bot.limits import REACTION, Limits, answered_model, charge_of
 from rxcord.compose.stopped import estimated_usage
 from rxcord.compose.turn import Attempt
 from rxcord.core.state import StreamResult
@@ -323,3 +324,49 @@ def test_the_state_file_defaults_next_to_the_config(tmp_path: Path) -> None:
         '[provider]\nname = "openrouter"\nmodel = "m"\n[limits]\nstate_file = "s/x.db"\n'
     )
     assert load_config(tmp_path / "bot.toml").limits.state_file == str(tmp_path / "s" / "x.db")
+
+
+class FakeMessage:
+    """What ``Limits.admit`` and ``settle`` read of a ``discord.Message``, and its reactions."""
+
+    def __init__(self, number: int, *, user: int = 1, channel: int = 10, guild: int | None = 100) -> None:
+        self.id = number
+        self.author = SimpleNamespace(id=user)
+        self.channel = SimpleNamespace(id=channel)
+        self.guild = SimpleNamespace(id=guild, preferred_locale="en-US") if guild is not None else None
+        self.reactions: list[str] = []
+        self.fail = False
+
+    async def add_reaction(self, emoji: str) -> None:
+        if self.fail:
+            raise RuntimeError("no permission to react")
+        self.reactions.append(emoji)
+
+
+@pytest.mark.parametrize("guild", [100, None])
+async def test_admission_replies_once_over_the_cap_and_settle_frees_the_slot(
+    tmp_path: Path, opened: list[Limits], guild: int | None
+) -> None:
+    limits = make(tmp_path / "l.db", attrs.evolve(OFF, concurrent_per_user=1), Clock())
+    opened.append(limits)
+    first, second = FakeMessage(1, guild=guild), FakeMessage(2, channel=11, guild=guild)
+    assert await limits.admit(first) is None  # type: ignore[arg-type]
+    refusal = await limits.admit(second)  # type: ignore[arg-type]
+    assert refusal is not None and refusal.startswith("You already have 1 of 1 answers running")
+    assert second.reactions == []  # reply mode: the text is the answer manager's to post
+    await limits.settle(first, None)  # type: ignore[arg-type]
+    assert await limits.admit(second) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_reaction_mode_reacts_and_returns_no_text(
+    tmp_path: Path, opened: list[Limits], fails: bool
+) -> None:
+    section = attrs.evolve(OFF, requests_per_user=1, refusal="reaction")
+    limits = make(tmp_path / "l.db", section, Clock())
+    opened.append(limits)
+    assert await limits.admit(FakeMessage(1)) is None  # type: ignore[arg-type]
+    over = FakeMessage(2)
+    over.fail = fails
+    assert await limits.admit(over) == ""  # type: ignore[arg-type]
+    assert over.reactions == ([] if fails else [REACTION])
