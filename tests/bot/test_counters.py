@@ -15,7 +15,7 @@ import pytest
 
 from rxcord import StreamStatus, TurnResult, Usage
 from rxcord.bot.config import BotConfig, LimitsSection, ProviderSection, ScaleSection
-from rxcord.bot.counters import RedisCounters, SqliteCounters
+from rxcord.bot.counters import Ask, Charge, RedisCounters, SqliteCounters
 from rxcord.bot.limits import Limits
 from rxcord.compose.turn import Attempt
 from rxcord.core.errors import MissingCredentialError
@@ -140,3 +140,24 @@ async def test_from_config_picks_redis_when_scaled_out_and_sqlite_otherwise(
         assert isinstance(limits._store, SqliteCounters) and (tmp_path / "s.db").exists()
     finally:
         await limits.close()
+
+
+async def test_sqlite_work_per_message_does_not_grow_with_history(tmp_path: Path) -> None:
+    """Each admit and settle runs the same few statements whatever came before (counted, not timed)."""
+    section = attrs.evolve(
+        OFF, requests_per_user=10**6, concurrent_per_user=10**6, tokens_per_user_per_day=10**9
+    )
+    store = SqliteCounters(tmp_path / "l.db", section)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    per_message = []
+    try:
+        for i in range(300):
+            ask = Ask(user=f"u{i % 7}", channel=f"c{i % 3}", guild="g", lease=str(i), now=NOON + i * 60)
+            before = len(statements)
+            assert await store.admit(ask) is None
+            await store.settle(ask, Charge(tokens=5), NOON + i * 60)
+            per_message.append(len(statements) - before)
+    finally:
+        await store.close()
+    assert per_message[0] > 0 and set(per_message) == {per_message[0]}
