@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -89,3 +90,42 @@ async def test_a_stop_before_streaming_makes_no_provider_call(world: Harness) ->
     assert await world.command("stop") == text  # now the running one (the queued one is stopped)
     await world.finished(2)
     assert queued.result is None and len(world.provider.requests) == 1
+
+
+class Gate:
+    """An ``Admission`` refusing messages that say "over", recording every call."""
+
+    def __init__(self) -> None:
+        self.admitted: list[str] = []
+        self.settled: list[tuple[str, StreamStatus | None]] = []
+
+    async def admit(self, message: Any) -> str | None:
+        if "over" in message.content:
+            return "You have used 20 of 20 requests this hour"
+        self.admitted.append(message.content)
+        return None
+
+    async def settle(self, message: Any, result: Any) -> None:
+        self.settled.append((message.content, result.result.status if result is not None else None))
+
+
+@pytest.mark.timeout(120)
+async def test_admission_refuses_before_the_provider_and_settles_every_admitted_answer(
+    world: Harness,
+) -> None:
+    gate = Gate()
+    answers = await world.start()
+    answers.admission = gate
+    await world.say(f"{world.me} over the limit words=2")
+    await eventually(lambda: len(world.bot_messages()) == 1, what="the refusal")
+    assert world.bot_messages()[0]["content"] == "You have used 20 of 20 requests this hour"
+    assert world.provider.requests == [] and not answers.active
+    await world.say(f"{world.me} slow one")
+    await eventually(lambda: world.provider.written.get(0, 0) >= 3, what="the first answer")
+    await world.say(f"{world.me} two words=2")  # interrupts "one"
+    await world.finished(2)
+    assert gate.settled == [
+        (f"{world.me} slow one", StreamStatus.FOLLOW_UP_INTERRUPT),
+        (f"{world.me} two words=2", StreamStatus.COMPLETED),
+    ]
+    assert len(gate.admitted) == 2 and len(world.provider.requests) == 2

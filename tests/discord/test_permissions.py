@@ -88,3 +88,18 @@ def test_the_bot_s_permissions_table_maps_to_permissions_and_names_a_bad_id() ->
     assert rules.may_stop(user(3, 9), ANSWER_OF_1, CHANNEL)
     with pytest.raises(ConfigError, match=r"permissions\.moderator_roles: must be Discord ids"):
         parse_config(base + 'moderator_roles = ["mods"]\n')
+
+
+def test_without_discord_py_the_facade_imports_and_commands_name_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib
+    import sys
+
+    from rxcord import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "discord", None)  # `import discord` now fails
+    monkeypatch.delitem(sys.modules, "rxcord.discord.commands", raising=False)
+    assert Permissions(allow_dms=True).may_ask(asked(user(1), DM))  # no discord.py needed
+    with pytest.raises(MissingExtraError, match=r"pip install 'rxcord\[discord\]'"):
+        importlib.import_module("rxcord.discord.commands")
