@@ -29,6 +29,8 @@ __all__ = (
     "MessageSource",
     "build_conversation",
     "read_conversation",
+    "read_texts",
+    "speaker_label",
 )
 
 import re
