@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "RxcordError": "rxcord.core.errors",
     "SamplerSettings": "rxcord.core.request",
     "split_message": "rxcord.sinks.split_message",
-    "SseLineTooLongError": "rxcord.providers.sse",
+    "SseLineTooLongError": "rxcord.core.errors",
     "StopHandle": "rxcord.core.stops",
     "StopKind": "rxcord.core.types",
     "StopRegistry": "rxcord.core.stops",
@@ -107,6 +107,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.errors import MissingCredentialError as MissingCredentialError
     from rxcord.core.errors import MissingExtraError as MissingExtraError
     from rxcord.core.errors import RxcordError as RxcordError
+    from rxcord.core.errors import SseLineTooLongError as SseLineTooLongError
     from rxcord.core.request import ChatRequest as ChatRequest
     from rxcord.core.request import ImagePart as ImagePart
     from rxcord.core.request import Message as Message
@@ -133,7 +134,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.openai import OpenAIAdapter as OpenAIAdapter
     from rxcord.providers.openrouter import OpenRouterAdapter as OpenRouterAdapter
     from rxcord.providers.sse import SseLineTooLong as SseLineTooLong
-    from rxcord.providers.sse import SseLineTooLongError as SseLineTooLongError
     from rxcord.providers.transport import TransportConfig as TransportConfig
     from rxcord.sinks.discordpy import DiscordPySink as DiscordPySink
     from rxcord.sinks.rest import RestSink as RestSink

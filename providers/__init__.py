@@ -15,7 +15,7 @@ from rxcord.core.facade import lazy_exports
 _EXPORTS: dict[str, str] = {
     "ErrorType": "rxcord.core.types",
     "HttpRequest": "rxcord.providers.base",
-    "MalformedJsonError": "rxcord.core.safe_json",
+    "MalformedJsonError": "rxcord.core.errors",
     "ProviderAdapter": "rxcord.providers.base",
     "ProviderError": "rxcord.core.types",
     "Redactor": "rxcord.core.redact",
@@ -30,9 +30,9 @@ __all__ = tuple(sorted(_EXPORTS))
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from rxcord.core.errors import MalformedJsonError as MalformedJsonError
     from rxcord.core.errors import SsrfRefusedError as SsrfRefusedError
     from rxcord.core.redact import Redactor as Redactor
-    from rxcord.core.safe_json import MalformedJsonError as MalformedJsonError
     from rxcord.core.types import ErrorType as ErrorType
     from rxcord.core.types import ProviderError as ProviderError
     from rxcord.providers.base import HttpRequest as HttpRequest

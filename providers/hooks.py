@@ -44,12 +44,9 @@ body they receive.
 from __future__ import annotations
 
 __all__ = (
-    "DenialCopy",
-    "DenialRenderer",
     "DenialTranslator",
     "Hold",
     "ProviderRequest",
-    "ProviderRequestDeniedError",
     "RequestHook",
     "begin_provider_request",
     "current_usage_context",
@@ -71,7 +68,7 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 import attrs
 from loguru import logger
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.types import ProviderError
 
 _log = logger.bind(stage="hooks")
@@ -95,50 +92,6 @@ def with_usage_context(context: object | None) -> Iterator[None]:
 def current_usage_context() -> object | None:
     """The owner bound by the innermost ``with_usage_context`` (``None`` when unbound)."""
     return usage_context.get()
-
-
-@attrs.frozen(kw_only=True)
-class DenialCopy:
-    """The notice a denial renders: a title locale key and a localized description."""
-
-    title_key: str
-    description: str
-
-
-DenialRenderer: TypeAlias = Callable[[str, bool], DenialCopy]
-"""``(locale, fallback_notice) -> DenialCopy``; ``fallback_notice`` asks for the fallback wording."""
-
-
-@attrs.define(auto_exc=True, slots=False)
-class ProviderRequestDeniedError(RxcordError):
-    """A provider request was refused for its owner (a spend guard, an allowance) before or while sending."""
-
-    context: object | None
-    """The usage context this denial belongs to (matched by identity)."""
-    renderer: DenialRenderer | None = None
-    """Renders the user notice; ``None`` uses a plain default."""
-    reason: str = "the provider request was denied"
-    """Log text (never provider prose for the user)."""
-    defer_notice: bool = False
-    """Leave the notice to the retry owner instead of posting it before fallback completes.
-
-    The stream that met the denial posts nothing; the turn runner (the retry owner) goes on
-    with its fallback and posts the notice once the fallback completed: the fallback wording
-    (``render(fallback_notice=True)``) when another candidate answered, the plain one when
-    none did. Without it the denial's notice is posted at once and the turn ends there.
-    """
-    key_exhausted: bool = False
-    """The refusal is about the key the request used (it is out of credit), not about its owner:
-    the turn runner tries the next key, then the next model, as for a 402."""
-
-    def __str__(self) -> str:
-        return self.reason
-
-    def render(self, locale: str = "en", *, fallback_notice: bool = False) -> DenialCopy:
-        """The notice for *locale*."""
-        if self.renderer is None:
-            return DenialCopy(title_key="provider_request_denied", description=self.reason)
-        return self.renderer(locale, fallback_notice)
 
 
 DenialTranslator: TypeAlias = Callable[

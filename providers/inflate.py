@@ -11,23 +11,19 @@ after every step, never after an unbounded one.
 
 from __future__ import annotations
 
-__all__ = ("ACCEPT_ENCODING", "Inflater", "UndecodableBodyError", "body_reader")
+__all__ = ("ACCEPT_ENCODING", "Inflater", "body_reader")
 
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import UndecodableBodyError
 
 ACCEPT_ENCODING: Final = "gzip, deflate"
 """The encodings asked for: the ones ``Inflater`` decodes."""
 
 Read = Callable[[], Awaitable[bytes]]
 """One piece of the body (``b""`` at its end)."""
-
-
-class UndecodableBodyError(RxcordError):
-    """The body's encoding is unknown, or its compressed data is corrupt."""
 
 
 class Inflater:

@@ -15,9 +15,9 @@ from typing import Final
 
 import attrs
 
+from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.types import ErrorType, ProviderError
 from rxcord.providers.errors import provider_limit
-from rxcord.providers.hooks import ProviderRequestDeniedError
 
 DEFAULT_KEY_COOLDOWN: Final = 300.0
 """Seconds a key that failed for itself is skipped: long enough not to spend a request of

@@ -24,14 +24,14 @@ megabytes delivered in small writes).
 
 from __future__ import annotations
 
-__all__ = ("SseEvent", "SseLineTooLong", "SseLineTooLongError", "SseParser")
+__all__ = ("SseEvent", "SseLineTooLong", "SseParser")
 
 import re
 from typing import Final
 
 import attrs
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import SseLineTooLongError
 
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _BLANK_RUN: Final = re.compile(b"\n{3,}")
@@ -47,10 +47,6 @@ class SseEvent:
     event: str | None = None
     """The ``event:`` name; ``None`` for the default ``message`` type."""
     id: str | None = None
-
-
-class SseLineTooLongError(RxcordError, ValueError):
-    """A single SSE line exceeded the parser's bound (also a ``ValueError``, as it always was)."""
 
 
 SseLineTooLong = SseLineTooLongError

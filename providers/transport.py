@@ -72,15 +72,15 @@ from reactivex.disposable import Disposable
 from yarl import URL
 
 from rxcord.core import safe_json
-from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.errors import MalformedJsonError, SseLineTooLongError, SsrfRefusedError, UndecodableBodyError
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
-from rxcord.providers.inflate import ACCEPT_ENCODING, Read, UndecodableBodyError, body_reader
-from rxcord.providers.sse import SseLineTooLongError, SseParser
+from rxcord.providers.inflate import ACCEPT_ENCODING, Read, body_reader
+from rxcord.providers.sse import SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
 
 _log = logger.bind(stage="02-transport")
@@ -689,7 +689,7 @@ def _event_chunk(provider: str, data: bytes, event: str | None) -> RawStreamChun
     text = data.decode("utf-8", errors="replace")
     try:
         decoded = safe_json.loads(text)
-    except safe_json.MalformedJsonError as exc:
+    except MalformedJsonError as exc:
         return _malformed(provider, f"malformed SSE data in event {event or 'message'} ({exc})", text)
     return raw_chunk(provider, decoded, event, _NO_METADATA)
 
@@ -715,5 +715,5 @@ def _decode_json(text: str) -> Any:
     """The JSON value of *text*; *text* itself when it is not JSON (or nested too deeply)."""
     try:
         return safe_json.loads(text)
-    except safe_json.MalformedJsonError:
+    except MalformedJsonError:
         return text

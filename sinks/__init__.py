@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "RedisStore": "rxcord.sinks.ratelimit.redis",
     "SentMessage": "rxcord.core.state",
     "TableStyle": "rxcord.core.config",
-    "TokenRejectedError": "rxcord.sinks.rest",
+    "TokenRejectedError": "rxcord.core.errors",
     "UnknownWebhookError": "rxcord.core.errors",
 }
 """Public name -> the module that defines it."""
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.config import TableStyle as TableStyle
     from rxcord.core.errors import DiscordStopError as DiscordStopError
     from rxcord.core.errors import RateLimitError as RateLimitError
+    from rxcord.core.errors import TokenRejectedError as TokenRejectedError
     from rxcord.core.errors import UnknownWebhookError as UnknownWebhookError
     from rxcord.core.state import Delivery as Delivery
     from rxcord.core.state import SentMessage as SentMessage
@@ -47,9 +48,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.sinks.base import EditableSink as EditableSink
     from rxcord.sinks.delivery import DiscordDelivery as DiscordDelivery
     from rxcord.sinks.edit_in_place import EditInPlaceDelivery as EditInPlaceDelivery
-    from rxcord.sinks.ratelimit.stores import BucketStore as BucketStore
-    from rxcord.sinks.ratelimit.stores import MemoryStore as MemoryStore
     from rxcord.sinks.ratelimit.limiter import RateLimiter as RateLimiter
     from rxcord.sinks.ratelimit.limiter import make_limiter as make_limiter
     from rxcord.sinks.ratelimit.redis import RedisStore as RedisStore
-    from rxcord.sinks.rest import TokenRejectedError as TokenRejectedError
+    from rxcord.sinks.ratelimit.stores import BucketStore as BucketStore
+    from rxcord.sinks.ratelimit.stores import MemoryStore as MemoryStore

@@ -64,7 +64,7 @@ redacted from their text.
 
 from __future__ import annotations
 
-__all__ = ("DEFAULT_MAX_BODY", "Backoff", "RestSink", "TokenRejectedError", "discord_error")
+__all__ = ("DEFAULT_MAX_BODY", "Backoff", "RestSink", "discord_error")
 
 import asyncio
 import json
@@ -80,7 +80,7 @@ import attrs
 from loguru import logger
 
 from rxcord.core.config import StreamContext
-from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from rxcord.core.errors import DiscordError, DiscordStopError, TokenRejectedError, UnknownWebhookError
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.core.version import __version__
@@ -108,11 +108,6 @@ _WEBHOOK_ONLY_FIELDS: Final = ("username", "avatar_url", "thread_name", "applied
 
 DEFAULT_MAX_BODY: Final = 1 << 20
 """Bytes of a Discord response body kept, after decompression (a message object is a few KiB)."""
-
-
-@attrs.define(auto_exc=True, slots=False)
-class TokenRejectedError(DiscordError):
-    """Discord answered 401 for the bot token: revoked or wrong. The sink never sends with it again."""
 
 
 @attrs.frozen

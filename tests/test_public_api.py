@@ -372,8 +372,9 @@ def test_every_exception_name_ends_in_error() -> None:
 
 def test_former_exception_names_are_the_same_classes() -> None:
     """Renamed to end in Error; the old names stay importable for callers, outside __all__."""
-    from rxcord.core.redact import RedactedError, RedactedException
-    from rxcord.providers.sse import SseLineTooLong, SseLineTooLongError
+    from rxcord.core.errors import RedactedError, SseLineTooLongError
+    from rxcord.core.redact import RedactedException
+    from rxcord.providers.sse import SseLineTooLong
 
     assert rxcord.SseLineTooLong is SseLineTooLong is SseLineTooLongError is rxcord.SseLineTooLongError
     assert RedactedException is RedactedError

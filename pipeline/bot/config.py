@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = (
     "BotConfig",
-    "ConfigError",
     "DeliverySection",
     "DiscordSection",
     "LimitsSection",
@@ -41,7 +40,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from rxcord import DeliveryMode, FunctionCall, InputError, TableStyle, ToolSpec
-from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.errors import ConfigError, SsrfRefusedError
 from rxcord.discord.conversation import ContextLimits
 from rxcord.providers.ssrf import endpoint_url, precheck
 
@@ -52,10 +51,6 @@ PLACEHOLDERS: Final = frozenset(
     {"date", "time", "bot_name", "user_name", "user_names", "channel_name", "model"}
 )
 """What the system prompt may use, as ``{date}``; ``{{`` and ``}}`` are literal braces."""
-
-
-class ConfigError(InputError):
-    """The configuration file cannot be used; the message names the key and its line."""
 
 
 class _FieldError(ValueError):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rxcord.core import safe_json
-from rxcord.core.errors import InputError
+from rxcord.core.errors import InputError, MalformedJsonError
 from rxcord.core.types import Usage
 from rxcord.providers.decisions import (
     DecisionConfig,
@@ -84,7 +84,7 @@ def _questions(path: str) -> list[Any]:
         # The bounded decoder: a file nested thousands deep is input that is not JSON (exit 2),
         # never a RecursionError traceback.
         questions = safe_json.loads(_read_text(path, "questions"))
-    except safe_json.MalformedJsonError:
+    except MalformedJsonError:
         raise InputError(f"the questions file {path} is not JSON") from None
     if not isinstance(questions, list):
         raise InputError("the questions file must hold a JSON array")

@@ -18,23 +18,19 @@ writes a PNG.
 
 from __future__ import annotations
 
-__all__ = ("PlotUnavailableError", "plot_timeline", "require_matplotlib", "save_timeline")
+__all__ = ("plot_timeline", "require_matplotlib", "save_timeline")
 
 import importlib.util
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
-from rxcord.core.errors import InputError, MissingExtraError
+from rxcord.core.errors import PlotUnavailableError
 from rxcord.operators.timeline import DELIVERY, LANES, ORCHESTRATOR, Timeline, TimelineEvent
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-
-class PlotUnavailableError(MissingExtraError, InputError):
-    """matplotlib is not installed (the ``plot`` extra)."""
 
 
 _Style = tuple[str, str, str]

@@ -16,10 +16,11 @@ import re
 from collections.abc import Mapping
 from urllib.parse import unquote, urlsplit
 
+from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.state import StreamResult
 from rxcord.core.types import ErrorType, FinishReason, ProviderError, StreamStatus
 from rxcord.providers.base import HttpRequest
-from rxcord.providers.hooks import Hold, ProviderRequestDeniedError, begin_provider_request
+from rxcord.providers.hooks import Hold, begin_provider_request
 from rxcord.providers.usage import report_usage
 
 _KEY_HEADERS = ("x-api-key", "x-goog-api-key")

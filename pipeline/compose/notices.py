@@ -25,12 +25,12 @@ from typing import Any
 from loguru import logger
 
 from rxcord.core.config import StreamConfig, StreamContext
-from rxcord.core.errors import DiscordStopError
+from rxcord.core.errors import DiscordStopError, ProviderRequestDeniedError
 from rxcord.core.state import Segment, SentMessage
 from rxcord.core.types import ProviderError, SegmentKind
 from rxcord.operators.flush import error_embed
 from rxcord.operators.mentions import MentionResolver
-from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_context, find_denial
+from rxcord.providers.hooks import current_usage_context, find_denial
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
 

@@ -30,7 +30,7 @@ from rxcord.compose.notices import post_notice, stream_notice
 from rxcord.compose.pipeline import Pipeline
 from rxcord.compose.stopped import estimated_usage, held_messages
 from rxcord.core.config import Guards, StreamConfig, StreamContext
-from rxcord.core.errors import DiscordError
+from rxcord.core.errors import DiscordError, ProviderRequestDeniedError
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.request import ChatRequest
 from rxcord.core.state import StreamResult
@@ -42,7 +42,7 @@ from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
 from rxcord.providers.base import HttpRequest, ProviderAdapter
-from rxcord.providers.hooks import ProviderRequestDeniedError, denial_translator_registered
+from rxcord.providers.hooks import denial_translator_registered
 from rxcord.providers.ssrf import endpoint_url
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 from rxcord.sinks.base import DiscordSink

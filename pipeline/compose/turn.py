@@ -61,6 +61,7 @@ from rxcord.compose.notices import denial_embed, notice_embed, owned_denial, pos
 from rxcord.compose.pipeline import Pipeline
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.redact import Redactor
 from rxcord.core.request import ChatRequest, Message, Role, TextPart
 from rxcord.core.state import StreamResult
@@ -69,7 +70,6 @@ from rxcord.core.types import FunctionCall, ProviderError, StreamStatus, Usage
 from rxcord.io.locales import locale_scope
 from rxcord.operators.mentions import MentionResolver
 from rxcord.providers.base import ProviderAdapter
-from rxcord.providers.hooks import ProviderRequestDeniedError
 from rxcord.providers.keys import DEFAULT_KEY_COOLDOWN, KeyCooldown, key_failure
 from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import (

@@ -29,7 +29,6 @@ from __future__ import annotations
 __all__ = (
     "MIN_SECRET_LENGTH",
     "REDACTED",
-    "RedactedError",
     "RedactedException",
     "Redactor",
     "SecretHoldback",
@@ -45,7 +44,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 import attrs
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import RedactedError
 from rxcord.core.types import ProviderError
 
 REDACTED: Final = "[redacted]"
@@ -77,18 +76,6 @@ def credentials_in(headers: Mapping[str, str], url: str = "") -> tuple[str, ...]
             if name.lower() in _CREDENTIAL_PARAMS:
                 found.append(value)
     return tuple(found)
-
-
-class RedactedError(RxcordError):
-    """Stands in for an exception whose text carried a secret (``original_error`` of a redacted error)."""
-
-    def __init__(self, kind: str, text: str) -> None:
-        super().__init__(text)
-        self.kind = kind
-        """The original exception's type name."""
-
-    def __repr__(self) -> str:
-        return f"RedactedError({self.kind!r}, {str(self)!r})"
 
 
 RedactedException = RedactedError

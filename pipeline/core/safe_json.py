@@ -15,23 +15,19 @@ characters cannot be nested deeper, and data with fewer opening brackets than
 
 from __future__ import annotations
 
-__all__ = ("MAX_DEPTH", "MalformedJsonError", "loads", "too_deep")
+__all__ = ("MAX_DEPTH", "loads", "too_deep")
 
 import json
 import re
 from typing import Any, Final
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import MalformedJsonError
 
 MAX_DEPTH: Final = 512
 """Arrays and objects nested deeper than this are malformed."""
 
 _TOKENS_STR: Final = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 _TOKENS_BYTES: Final = re.compile(rb'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
-
-
-class MalformedJsonError(RxcordError, ValueError):
-    """Text that is not JSON, or JSON nested deeper than ``MAX_DEPTH``."""
 
 
 def too_deep(data: str | bytes, limit: int = MAX_DEPTH) -> bool:

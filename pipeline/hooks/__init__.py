@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from rxcord.core.facade import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "DenialCopy": "rxcord.providers.hooks",
+    "DenialCopy": "rxcord.core.errors",
     "DenialTranslator": "rxcord.providers.hooks",
     "Hold": "rxcord.providers.hooks",
     "LedgerEntry": "rxcord.providers.usage",
     "ProviderRequest": "rxcord.providers.hooks",
-    "ProviderRequestDeniedError": "rxcord.providers.hooks",
+    "ProviderRequestDeniedError": "rxcord.core.errors",
     "register_denial_translator": "rxcord.providers.hooks",
     "register_request_hook": "rxcord.providers.hooks",
     "register_turn_usage_hook": "rxcord.providers.usage",
@@ -35,11 +35,11 @@ __all__ = tuple(sorted(_EXPORTS))
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from rxcord.providers.hooks import DenialCopy as DenialCopy
+    from rxcord.core.errors import DenialCopy as DenialCopy
+    from rxcord.core.errors import ProviderRequestDeniedError as ProviderRequestDeniedError
     from rxcord.providers.hooks import DenialTranslator as DenialTranslator
     from rxcord.providers.hooks import Hold as Hold
     from rxcord.providers.hooks import ProviderRequest as ProviderRequest
-    from rxcord.providers.hooks import ProviderRequestDeniedError as ProviderRequestDeniedError
     from rxcord.providers.hooks import RequestHook as RequestHook
     from rxcord.providers.hooks import register_denial_translator as register_denial_translator
     from rxcord.providers.hooks import register_request_hook as register_request_hook

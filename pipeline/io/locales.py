@@ -33,6 +33,7 @@ import attrs
 from loguru import logger
 
 from rxcord.core import safe_json
+from rxcord.core.errors import MalformedJsonError
 from rxcord.core.locale import LocaleText, locale_chain, normalize_locale, use_locale_text
 
 _log = logger.bind(stage="locale")
@@ -59,7 +60,7 @@ def _read_table(path: Traversable) -> Mapping[str, object] | None:
         return None
     try:
         table = safe_json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, safe_json.MalformedJsonError) as exc:
+    except (UnicodeDecodeError, MalformedJsonError) as exc:
         _log.warning(
             "locale file {name} skipped: not JSON ({error})", name=path.name, error=type(exc).__name__
         )

@@ -56,15 +56,17 @@ from loguru import logger
 from yarl import URL
 
 from rxcord.core import safe_json
-from rxcord.core.errors import SsrfRefusedError
+from rxcord.core.errors import (
+    DecisionInputError,
+    DecisionValidationError,
+    MalformedJsonError,
+    ProviderRequestDeniedError,
+    ResponseTooLargeError,
+    SsrfRefusedError,
+)
 from rxcord.core.types import ErrorType, ProviderError, Usage
 from rxcord.providers.decisions.codec import Codec
-from rxcord.providers.decisions.fetch import (
-    OneShotRequest,
-    ResponseTooLargeError,
-    aiohttp_send,
-    fetch_with_provider_request,
-)
+from rxcord.providers.decisions.fetch import OneShotRequest, aiohttp_send, fetch_with_provider_request
 from rxcord.providers.decisions.selection import (
     DecisionDirectory,
     DecisionModelOption,
@@ -91,8 +93,6 @@ from rxcord.providers.decisions.types import (
     Question,
 )
 from rxcord.providers.decisions.validate import (
-    DecisionInputError,
-    DecisionValidationError,
     TruncationReport,
     check_request_size,
     check_usage_bounds,
@@ -104,7 +104,7 @@ from rxcord.providers.decisions.wire_openai import OpenAICodec
 from rxcord.providers.decisions.wire_openrouter import OPENROUTER_DECISIONS_ORIGIN, OpenRouterCodec
 from rxcord.providers.decisions.wire_systemone import SystemOneCodec
 from rxcord.providers.errors import classify_exception, classify_http_error, provider_limit
-from rxcord.providers.hooks import ProviderRequestDeniedError, current_usage_context, find_denial
+from rxcord.providers.hooks import current_usage_context, find_denial
 from rxcord.providers.keys import KeyCooldown, key_failure
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, same_origin
 from rxcord.providers.usage import report_usage
@@ -712,7 +712,7 @@ def _lenient_json(raw: bytes) -> object:
     text = raw.decode("utf-8", errors="replace")
     try:
         return safe_json.loads(text)
-    except safe_json.MalformedJsonError:
+    except MalformedJsonError:
         return text
 
 

@@ -21,9 +21,10 @@ from typing import Any, Final, Protocol
 
 import attrs
 
+from rxcord.core.errors import DecisionValidationError
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.types import Answer, DecisionProtocol, Question
-from rxcord.providers.decisions.validate import DecisionValidationError, TruncationReport
+from rxcord.providers.decisions.validate import TruncationReport
 
 _REQUEST_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}")
 """A provider request identity kept in a result: at most 128 safe characters."""

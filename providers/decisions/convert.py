@@ -9,20 +9,16 @@ Anything else raises, and the caller turns that into a validation failure.
 
 from __future__ import annotations
 
-__all__ = ("DecisionWireError", "structure", "unstructure")
+__all__ = ("structure", "unstructure")
 
 import math
 from typing import Any, TypeVar
 
 import cattrs
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import DecisionWireError
 
 _T = TypeVar("_T")
-
-
-class DecisionWireError(RxcordError):
-    """A wire document does not have the expected shape or types."""
 
 
 def _str(value: Any, _: type) -> str:

@@ -21,7 +21,6 @@ __all__ = (
     "BufferedResponse",
     "OneShotRequest",
     "OneShotResponse",
-    "ResponseTooLargeError",
     "Send",
     "aiohttp_send",
     "fetch_with_provider_request",
@@ -39,12 +38,8 @@ import aiohttp
 import attrs
 
 from rxcord.core import safe_json
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import MalformedJsonError, ResponseTooLargeError
 from rxcord.providers.hooks import begin_provider_request, request_hook_registered
-
-
-class ResponseTooLargeError(RxcordError):
-    """A response body exceeded its bound."""
 
 
 @attrs.frozen(kw_only=True)
@@ -153,7 +148,7 @@ def aiohttp_send(session: aiohttp.ClientSession, *, connect_timeout: float = 10.
 def _reported_cost(body: bytes) -> float | None:
     try:
         document = safe_json.loads(body)
-    except safe_json.MalformedJsonError:  # not JSON, or nested too deeply: no cost reported
+    except MalformedJsonError:  # not JSON, or nested too deeply: no cost reported
         return None
     usage = document.get("usage") if isinstance(document, dict) else None
     cost = usage.get("cost") if isinstance(usage, dict) else None

@@ -21,7 +21,6 @@ __all__ = (
     "CUSTOM_PREFIX",
     "DecisionDirectory",
     "DecisionModelOption",
-    "DecisionOptionError",
     "ResolvedDecision",
     "custom_provider",
     "load_decision_models",
@@ -35,7 +34,7 @@ from typing import Final, TypeAlias, TypeVar
 
 import attrs
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import DecisionOptionError
 from rxcord.providers.decisions.types import (
     DecisionCapability,
     DecisionCredentials,
@@ -50,10 +49,6 @@ CUSTOM_PREFIX: Final = "custom:"
 """Custom entries' provider is ``custom:<connection_id>``."""
 
 MaybeAwaitable: TypeAlias = "_T | Awaitable[_T]"
-
-
-class DecisionOptionError(RxcordError, ValueError):
-    """A ``DecisionModelOption`` breaks the reference rules."""
 
 
 def custom_provider(connection_id: str) -> str:

@@ -45,8 +45,8 @@ from typing import Literal, TypeAlias
 
 import attrs
 
+from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.types import Usage
-from rxcord.providers.hooks import ProviderRequestDeniedError
 
 
 class DecisionProtocol(str, enum.Enum):

@@ -31,8 +31,6 @@ from __future__ import annotations
 __all__ = (
     "MAX_QUESTIONS",
     "MAX_QUESTION_ID",
-    "DecisionInputError",
-    "DecisionValidationError",
     "TruncationReport",
     "check_request_size",
     "check_usage_bounds",
@@ -56,9 +54,9 @@ from typing import Any, Final
 import attrs
 
 from rxcord.core import safe_json
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import DecisionInputError, DecisionValidationError, DecisionWireError
 from rxcord.core.types import Usage
-from rxcord.providers.decisions.convert import DecisionWireError, structure
+from rxcord.providers.decisions.convert import structure
 from rxcord.providers.decisions.types import Answer, PredicateAnswer, Question
 from rxcord.providers.usage import MAX_TOKENS, usage_problem
 
@@ -67,32 +65,6 @@ MAX_QUESTIONS: Final = 64
 MAX_QUESTION_ID: Final = 64
 """Characters in a question id."""
 _ID_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
-
-
-@attrs.define(auto_exc=True, slots=False)
-class DecisionInputError(RxcordError):
-    """The decision input breaks a rule (refused before any HTTP request)."""
-
-    reason: str
-    index: int | None = None
-    """The offending question's position, when one question is at fault."""
-
-    def __str__(self) -> str:
-        where = f" (question {self.index})" if self.index is not None else ""
-        return f"invalid decision input: {self.reason}{where}"
-
-
-@attrs.define(auto_exc=True, slots=False)
-class DecisionValidationError(RxcordError):
-    """A decision response breaks a rule."""
-
-    reason: str
-    """``invalid-json``, ``invalid-usage``, ``invalid-answers``, ``invalid-model``..."""
-    detail: str = ""
-    """What was wrong, naming question ids at most (never values from the body)."""
-
-    def __str__(self) -> str:
-        return f"invalid decision response: {self.reason}" + (f" ({self.detail})" if self.detail else "")
 
 
 def _encodable(text: str) -> bool:

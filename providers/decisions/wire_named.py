@@ -15,16 +15,12 @@ from typing import Any
 
 import attrs
 
+from rxcord.core.errors import DecisionValidationError, DecisionWireError
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.codec import Verdict, bounded_model, usage_object
-from rxcord.providers.decisions.convert import DecisionWireError, structure, unstructure
+from rxcord.providers.decisions.convert import structure, unstructure
 from rxcord.providers.decisions.types import Question
-from rxcord.providers.decisions.validate import (
-    DecisionValidationError,
-    TruncationReport,
-    order_named_answers,
-    truncation_report,
-)
+from rxcord.providers.decisions.validate import TruncationReport, order_named_answers, truncation_report
 
 
 @attrs.frozen(kw_only=True)

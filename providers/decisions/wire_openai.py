@@ -17,9 +17,10 @@ from typing import Any, Final
 
 import attrs
 
+from rxcord.core.errors import DecisionValidationError, DecisionWireError
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.codec import Verdict, bounded_model, bounded_request_id, header, usage_object
-from rxcord.providers.decisions.convert import DecisionWireError, structure, unstructure
+from rxcord.providers.decisions.convert import structure, unstructure
 from rxcord.providers.decisions.types import (
     Answer,
     DecisionProtocol,
@@ -28,7 +29,6 @@ from rxcord.providers.decisions.types import (
     RefusedAnswer,
 )
 from rxcord.providers.decisions.validate import (
-    DecisionValidationError,
     TruncationReport,
     truncation_report,
     validate_ordered_answers,

@@ -296,7 +296,7 @@ def test_limits_config_errors_name_the_key_and_line() -> None:
         ),
         '[scale]\nredis_url_env = "redis://h"\n': "bot.toml:5: scale.redis_url_env: must be the NAME",
     }
-    from rxcord.bot.config import ConfigError
+    from rxcord.core.errors import ConfigError
 
     for extra, expected in cases.items():
         with pytest.raises(ConfigError) as caught:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from rxcord.bot import app, runtime
-from rxcord.bot.config import ConfigError, parse_config
+from rxcord.bot.config import parse_config
 from rxcord.bot.run import serve_bot
+from rxcord.core.errors import ConfigError
 
 MINIMAL = '[provider]\nname = "openai"\nmodel = "m"\napi_key_env = ["K"]\n'
 

@@ -17,14 +17,10 @@ import pytest
 from aiohttp import web
 
 from rxcord.compose.turn import DEFAULT_KEY_COOLDOWN, KeyCooldown, fallback_order, key_failure, run_turn
+from rxcord.core.errors import DenialCopy, ProviderRequestDeniedError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StreamStatus
-from rxcord.providers.hooks import (
-    DenialCopy,
-    ProviderRequestDeniedError,
-    register_denial_translator,
-    with_usage_context,
-)
+from rxcord.providers.hooks import register_denial_translator, with_usage_context
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink

@@ -12,14 +12,13 @@ from typing import Any
 
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
+from rxcord.core.errors import DenialCopy, ProviderRequestDeniedError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StreamStatus
 from rxcord.io.replay import ReplayServer
 from rxcord.providers.errors import provider_limit
 from rxcord.providers.hooks import (
-    DenialCopy,
     ProviderRequest,
-    ProviderRequestDeniedError,
     register_denial_translator,
     register_request_hook,
     with_usage_context,

@@ -257,7 +257,8 @@ def test_a_missing_extra_names_what_to_install(
 
 
 def test_a_missing_matplotlib_names_the_plot_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rxcord.cli.timeline_plot import PlotUnavailableError, plot_timeline
+    from rxcord.cli.timeline_plot import plot_timeline
+    from rxcord.core.errors import PlotUnavailableError
     from rxcord.operators import Timeline
 
     _without(monkeypatch, "matplotlib")

@@ -182,12 +182,8 @@ async def test_usage_reported_once_per_response_and_summed() -> None:
 
 async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None:
     """A registered translator turns a 402 into a denial: no fallback, and the notice is the denial's copy."""
-    from rxcord.providers.hooks import (
-        DenialCopy,
-        ProviderRequestDeniedError,
-        register_denial_translator,
-        with_usage_context,
-    )
+    from rxcord.core.errors import DenialCopy, ProviderRequestDeniedError
+    from rxcord.providers.hooks import register_denial_translator, with_usage_context
 
     owner = object()
 
@@ -218,7 +214,8 @@ async def test_denial_translated_is_not_retried_and_renders_its_notice() -> None
 
 async def test_request_hook_hold_settled_and_denial_before_send() -> None:
     """A request hook holds before the HTTP call and settles after; a refusal sends nothing."""
-    from rxcord.providers.hooks import ProviderRequest, ProviderRequestDeniedError, register_request_hook
+    from rxcord.core.errors import ProviderRequestDeniedError
+    from rxcord.providers.hooks import ProviderRequest, register_request_hook
 
     events: list[tuple[str, object]] = []
 

@@ -310,8 +310,8 @@ def test_missing_matplotlib_is_a_clear_input_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Without matplotlib, plotting says what to install, and the CLI exits 2 before replaying."""
-    from rxcord.cli.timeline_plot import PlotUnavailableError, plot_timeline
-    from rxcord.core.errors import InputError
+    from rxcord.cli.timeline_plot import plot_timeline
+    from rxcord.core.errors import InputError, PlotUnavailableError
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(PlotUnavailableError, match=r"rxcord\[plot\]") as caught:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rxcord.cli.main import main
 from rxcord.core import safe_json
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import MalformedJsonError, RxcordError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ChunkType, RawStreamChunk
 from rxcord.io.replay import ReplayServer
@@ -52,7 +52,7 @@ def _depth(value: Any) -> int:
 def test_too_deep_is_a_typed_error(kind: str, as_bytes: bool) -> None:
     """Thousands of levels raise MalformedJsonError (an RxcordError and a ValueError), not RecursionError."""
     text = _nested(DEPTH, kind)
-    with pytest.raises(safe_json.MalformedJsonError) as raised:
+    with pytest.raises(MalformedJsonError) as raised:
         safe_json.loads(text.encode() if as_bytes else text)
     assert isinstance(raised.value, RxcordError) and isinstance(raised.value, ValueError)
     assert safe_json.too_deep(text) and safe_json.too_deep(text.encode())
@@ -62,7 +62,7 @@ def test_the_bound_is_exact_and_strings_do_not_count() -> None:
     """MAX_DEPTH levels decode, one more does not; brackets inside strings are text, not nesting."""
     limit = safe_json.MAX_DEPTH
     assert _depth(safe_json.loads(_nested(limit))) == limit
-    with pytest.raises(safe_json.MalformedJsonError):
+    with pytest.raises(MalformedJsonError):
         safe_json.loads(_nested(limit + 1))
     brackets = json.dumps({"text": "[" * 5000 + '\\"{' * 500})
     assert safe_json.loads(brackets) == json.loads(brackets)
@@ -87,7 +87,7 @@ def test_too_deep_agrees_with_the_nesting(value: Any, limit: int) -> None:
 
 def test_invalid_json_is_the_same_typed_error() -> None:
     """Not JSON at all: the same MalformedJsonError."""
-    with pytest.raises(safe_json.MalformedJsonError):
+    with pytest.raises(MalformedJsonError):
         safe_json.loads(b"{not json")
 
 

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from rxcord.core.errors import UndecodableBodyError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Batch, RawStreamChunk
 from rxcord.io.replay import Chunking, ReplayServer
-from rxcord.providers.inflate import Inflater, UndecodableBodyError, body_reader
+from rxcord.providers.inflate import Inflater, body_reader
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import (
     BATCH_EVENTS,

@@ -12,8 +12,8 @@ from rxcord.cli.main import main
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.config import StreamContext
-from rxcord.core.errors import DiscordError
-from rxcord.core.redact import REDACTED, RedactedError, Redactor, credentials_in
+from rxcord.core.errors import DiscordError, RedactedError
+from rxcord.core.redact import REDACTED, Redactor, credentials_in
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StreamStatus
 from rxcord.io.replay import Chunking, ReplayServer

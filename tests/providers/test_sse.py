@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rxcord.core.errors import RxcordError
-from rxcord.providers.sse import SseEvent, SseLineTooLongError, SseParser
+from rxcord.core.errors import RxcordError, SseLineTooLongError
+from rxcord.providers.sse import SseEvent, SseParser
 
 
 def _parse(pieces: list[bytes]) -> list[SseEvent]:

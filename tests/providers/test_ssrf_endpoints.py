@@ -19,11 +19,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from rxcord.bot.config import ConfigError, parse_config
+from rxcord.bot.config import parse_config
 from rxcord.cli.main import main
 from rxcord.compose.run import stream_to_discord
 from rxcord.compose.turn import fallback_order, run_turn
-from rxcord.core.errors import InputError
+from rxcord.core.errors import ConfigError, InputError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StreamStatus
 from rxcord.operators.aio import drain

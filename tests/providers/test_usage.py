@@ -10,11 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from loguru import logger
 
+from rxcord.core.errors import DenialCopy, ProviderRequestDeniedError
 from rxcord.core.types import ErrorType, ProviderError, Usage
 from rxcord.providers.hooks import (
-    DenialCopy,
     ProviderRequest,
-    ProviderRequestDeniedError,
     begin_provider_request,
     current_usage_context,
     find_denial,

@@ -10,12 +10,12 @@ import pytest
 from loguru import logger
 
 from rxcord.core.config import StreamContext
-from rxcord.core.errors import DiscordError, DiscordStopError, UnknownWebhookError
+from rxcord.core.errors import DiscordError, DiscordStopError, TokenRejectedError, UnknownWebhookError
 from rxcord.core.types import StopKind
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
-from rxcord.sinks.rest import Backoff, RestSink, TokenRejectedError
+from rxcord.sinks.rest import Backoff, RestSink
 from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited
 
 TOKEN = "emulator-token"

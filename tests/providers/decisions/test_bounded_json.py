@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from rxcord.core.errors import DecisionValidationError
 from rxcord.core.safe_json import MAX_DEPTH
 from rxcord.providers.decisions import DecisionProtocol, FailureCategory
 from rxcord.providers.decisions.fetch import fetch_with_provider_request
 from rxcord.providers.decisions.types import DecisionFailed
-from rxcord.providers.decisions.validate import DecisionValidationError, strict_json
+from rxcord.providers.decisions.validate import strict_json
 from tests.providers.decisions.server import DecisionsServer
 from tests.providers.decisions.test_call import run
 from tests.providers.decisions.test_fetch import REQUEST, FakeResponse, FakeSend, Hold, hook

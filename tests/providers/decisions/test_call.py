@@ -10,6 +10,7 @@ import attrs
 import pytest
 from loguru import logger
 
+from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.types import Usage
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.decisions import (
@@ -43,7 +44,6 @@ from rxcord.providers.decisions import (
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.hooks import (
     ProviderRequest,
-    ProviderRequestDeniedError,
     register_denial_translator,
     register_request_hook,
     with_usage_context,

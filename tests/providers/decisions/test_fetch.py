@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 import attrs
 import pytest
 
+from rxcord.core.errors import ProviderRequestDeniedError, ResponseTooLargeError
 from rxcord.providers.decisions.fetch import (
     BufferedResponse,
     OneShotRequest,
     OneShotResponse,
-    ResponseTooLargeError,
     fetch_with_provider_request,
 )
-from rxcord.providers.hooks import ProviderRequest, ProviderRequestDeniedError, register_request_hook
+from rxcord.providers.hooks import ProviderRequest, register_request_hook
 
 REQUEST = OneShotRequest(
     url="https://openrouter.ai/api/alpha/decisions?x=1",

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rxcord.core.errors import DecisionValidationError
 from rxcord.core.types import Usage
 from rxcord.providers.decisions.call import CODECS
 from rxcord.providers.decisions.types import DecisionProtocol, PredicateAnswer, Question, RefusedAnswer
-from rxcord.providers.decisions.validate import DecisionValidationError, strict_json
+from rxcord.providers.decisions.validate import strict_json
 from tests.providers.decisions.server import fixture
 
 OR = CODECS[DecisionProtocol.OPENROUTER]

@@ -9,11 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rxcord.core.errors import RxcordError
+from rxcord.core.errors import DecisionInputError, DecisionValidationError, RxcordError
 from rxcord.providers.decisions.types import PredicateAnswer, Question, RefusedAnswer
 from rxcord.providers.decisions.validate import (
-    DecisionInputError,
-    DecisionValidationError,
     check_request_size,
     order_named_answers,
     parse_questions,
