@@ -13,11 +13,12 @@ An object has one home façade: once adopted, another façade exporting it leave
 
 from __future__ import annotations
 
-__all__ = ("FACADES", "adopt", "lazy_exports")
+__all__ = ("FACADES", "adopt", "keep_exports_over_submodules", "lazy_exports")
 
 import importlib
 import inspect
 import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -79,3 +80,25 @@ def lazy_exports(
         return sorted({*vars(sys.modules[facade]), *exports})
 
     return __getattr__, __dir__
+
+
+class _ExportsWin(types.ModuleType):
+    """A façade's module type: a submodule never hides the export it shares a name with."""
+
+    _exports: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._exports and isinstance(value, types.ModuleType):
+            return  # the module stays reachable as sys.modules[...] and by ``from ... import``
+        super().__setattr__(name, value)
+
+
+def keep_exports_over_submodules(facade: str, exports: Mapping[str, str]) -> None:
+    """Keep a package façade's exported names over its submodules of the same name.
+
+    Importing ``pkg.deliver`` binds the module as the package's ``deliver`` attribute (the
+    import system does so for every submodule), which would make ``pkg.deliver`` the module or
+    the exported function depending on import order. With this, the exported name wins.
+    """
+    kind = type("_ExportsWin", (_ExportsWin,), {"_exports": frozenset(exports)})
+    sys.modules[facade].__class__ = kind
