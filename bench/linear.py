@@ -27,7 +27,7 @@ import attrs
 
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode
-from rxcord.operators.flush import Flusher
+from rxcord.operators.flusher import Flusher
 from rxcord.sinks.split_message import split_message
 
 

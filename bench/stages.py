@@ -48,7 +48,7 @@ from rxcord.operators.accumulate import route
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import SegmentCleaner
 from rxcord.operators.collect_result import ResultBuilder
-from rxcord.operators.flush import Flusher
+from rxcord.operators.flusher import Flusher
 from rxcord.providers import transport
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.sse import SseParser

@@ -48,7 +48,7 @@ from reactivex import Observable, abc
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, Operator, SegmentKind
-from rxcord.operators.reasoning_tags import TAG_START_RE, strip_think_tags
+from rxcord.operators.reasoning.tags import TAG_START_RE, strip_think_tags
 from rxcord.operators.render import apply_render, split_code
 
 ROLE_NAMES: Final = ("assistant", "ai", "bot", "model")

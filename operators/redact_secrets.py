@@ -19,7 +19,7 @@ with a secret in it:
 A thought entry whose text is all held stays, empty (a chunk carrying reasoning arms the
 spill guard, whatever the cut). Held text is released just before a non-text chunk (a call,
 an error or ``done`` ends the stream at the orchestrator) and at completion. At a graceful
-stop the stop gate releases it (``tail_at_stop``), following ``rxcord.operators.held_at_stop``:
+stop the stop gate releases it (``tail_at_stop``), following ``rxcord.operators.reasoning.held_at_stop``:
 each chunk this guard lets pass notes what it still holds after it (``TAIL``, only while it
 holds something, already redacted), and the stop gate emits it as reasoning after what the
 later guards hold. It was never classified (it may be inside a think block the later guards

@@ -29,7 +29,7 @@ from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 
 from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.fused import BatchAware
-from rxcord.operators.held_at_stop import released_at_stop
+from rxcord.operators.reasoning.held_at_stop import released_at_stop
 from rxcord.operators.redact_secrets import tail_at_stop
 
 
@@ -137,7 +137,7 @@ def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, Process
 
     At a graceful stop, what stage 03 still held after the last chunk passed on is emitted
     just before the stop: the answer it held as content, what it held as reasoning as a
-    thought (``rxcord.operators.held_at_stop``).
+    thought (``rxcord.operators.reasoning.held_at_stop``).
 
     Returns:
         An operator emitting the source's chunks, then at most one ``StopSignal``. A

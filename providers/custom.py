@@ -22,7 +22,7 @@ from typing import ClassVar, Final
 import attrs
 
 from rxcord.core.config import Guards
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.chat_completions.adapter import (
     OPENAI_COMPATIBLE_MANDATORY,

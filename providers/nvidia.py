@@ -16,7 +16,7 @@ from typing import ClassVar, Final
 
 import attrs
 
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy
 from rxcord.providers.chat_completions.adapter import (
     OPENAI_COMPATIBLE_MANDATORY,

@@ -43,7 +43,7 @@ from rxcord.core.types import (
     ProviderError,
     RawStreamChunk,
 )
-from rxcord.operators.spill_guard import AFTER_TEXT
+from rxcord.operators.reasoning.spill_guard import AFTER_TEXT
 from rxcord.providers.transport import TRUNCATED
 
 _log = logger.bind(stage="03-normalize")

@@ -19,7 +19,7 @@ __all__ = ("deliver",)
 
 from collections import deque
 from collections.abc import Callable
-from typing import TypeAlias, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable
@@ -59,70 +59,105 @@ def deliver(
         def subscribe(
             observer: abc.ObserverBase[Delivery], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            queue: deque[_T] = deque()
-            inner = SerialDisposable()
-            state = {"busy": False, "done": False, "failed": False, "draining": False, "again": False}
-
-            def next_item() -> _T:
-                item = queue.popleft()
-                while merge is not None and queue:
-                    merged = merge(item, queue[0])
-                    if merged is None:
-                        break
-                    queue.popleft()
-                    item = merged
-                return item
-
-            def on_send_error(exc: Exception) -> None:
-                state["failed"] = True
-                observer.on_error(exc)
-
-            def start() -> None:
-                # A send that completes synchronously calls start() again from inside
-                # subscribe(): loop instead of recursing, so long queues cannot overflow the stack.
-                if state["draining"]:
-                    state["again"] = True
-                    return
-                state["draining"] = True
-                try:
-                    while not state["failed"]:
-                        state["again"] = False
-                        if not queue:
-                            state["busy"] = False
-                            if state["done"]:
-                                observer.on_completed()
-                            return
-                        state["busy"] = True
-                        try:
-                            observable = send(next_item())
-                        except Exception as exc:
-                            on_send_error(exc)
-                            return
-                        inner.disposable = observable.subscribe(
-                            observer.on_next, on_send_error, start, scheduler=scheduler
-                        )
-                        if not state["again"]:
-                            return
-                finally:
-                    state["draining"] = False
-
-            def on_next(item: _T) -> None:
-                queue.append(item)
-                if not state["busy"]:
-                    start()
-
-            def on_error(exc: Exception) -> None:
-                state["failed"] = True
-                observer.on_error(exc)
-
-            def on_completed() -> None:
-                state["done"] = True
-                if not state["busy"]:
-                    observer.on_completed()
-
-            upstream = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return CompositeDisposable(upstream, inner)
+            run = _DeliverRun(send, merge, observer, scheduler)
+            upstream = source.subscribe(run.on_next, run.on_error, run.on_completed, scheduler=scheduler)
+            return CompositeDisposable(upstream, run.inner)
 
         return Observable(subscribe)
 
     return _op
+
+
+class _DeliverRun(Generic[_T]):
+    """One subscription of ``deliver``: its queue, the send in flight, and how the source ended."""
+
+    __slots__ = (
+        "again",
+        "busy",
+        "done",
+        "draining",
+        "failed",
+        "inner",
+        "merge",
+        "observer",
+        "queue",
+        "scheduler",
+        "send",
+    )
+
+    def __init__(
+        self,
+        send: Callable[[_T], Observable[Delivery]],
+        merge: Merge[_T] | None,
+        observer: abc.ObserverBase[Delivery],
+        scheduler: abc.SchedulerBase | None,
+    ) -> None:
+        self.send = send
+        self.merge = merge
+        self.observer = observer
+        self.scheduler = scheduler
+        self.queue: deque[_T] = deque()
+        self.inner = SerialDisposable()
+        self.busy = False  # a send is in flight
+        self.done = False  # the source completed
+        self.failed = False  # an error went downstream: nothing more is sent
+        self.draining = False  # start() is running (a synchronous send re-enters it)
+        self.again = False  # a send completed synchronously inside start()
+
+    def next_item(self) -> _T:
+        queue, merge = self.queue, self.merge
+        item = queue.popleft()
+        while merge is not None and queue:
+            merged = merge(item, queue[0])
+            if merged is None:
+                break
+            queue.popleft()
+            item = merged
+        return item
+
+    def on_send_error(self, exc: Exception) -> None:
+        self.failed = True
+        self.observer.on_error(exc)
+
+    def start(self) -> None:
+        # A send that completes synchronously calls start() again from inside
+        # subscribe(): loop instead of recursing, so long queues cannot overflow the stack.
+        if self.draining:
+            self.again = True
+            return
+        self.draining = True
+        try:
+            while not self.failed:
+                self.again = False
+                if not self.queue:
+                    self.busy = False
+                    if self.done:
+                        self.observer.on_completed()
+                    return
+                self.busy = True
+                try:
+                    observable = self.send(self.next_item())
+                except Exception as exc:
+                    self.on_send_error(exc)
+                    return
+                self.inner.disposable = observable.subscribe(
+                    self.observer.on_next, self.on_send_error, self.start, scheduler=self.scheduler
+                )
+                if not self.again:
+                    return
+        finally:
+            self.draining = False
+
+    def on_next(self, item: _T) -> None:
+        self.queue.append(item)
+        if not self.busy:
+            self.start()
+
+    def on_error(self, exc: Exception) -> None:
+        self.failed = True
+        self.observer.on_error(exc)
+
+    def on_completed(self) -> None:
+        self.done = True
+        if not self.busy:
+            self.observer.on_completed()

@@ -40,11 +40,11 @@ from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse
 from rxcord.core.types import DeliveryMode, ErrorType, ProviderError, SegmentKind, StopKind, StopSignal
 from rxcord.operators.aio import from_coro
-from rxcord.operators.cut_policy import join
-from rxcord.operators.flush import error_embed
+from rxcord.operators.markdown.cut_policy import join
 from rxcord.operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
 from rxcord.operators.timeline import DELIVERY, Timeline
 from rxcord.sinks.base import DiscordSink
+from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.persona import reply_jump_link, webhook_username
 from rxcord.sinks.ratelimit import RateLimitError
 from rxcord.sinks.remainder import remainder

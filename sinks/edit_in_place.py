@@ -59,7 +59,7 @@ __all__ = (
 )
 
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 import attrs
@@ -73,7 +73,6 @@ from rxcord.core.errors import DiscordError, DiscordStopError, InputError
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamState, TypingPulse
 from rxcord.core.types import (
     Operator,
-    ProviderError,
     SegmentKind,
     StopKind,
     StopSignal,
@@ -81,7 +80,8 @@ from rxcord.core.types import (
 )
 from rxcord.operators.aio import from_coro
 from rxcord.operators.clean import SegmentCleaner
-from rxcord.operators.flush import Flusher, flush
+from rxcord.operators.flush import ErrorEmbed, flush
+from rxcord.operators.flusher import Flusher
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.sinks.base import DiscordSink, EditableSink
@@ -251,7 +251,7 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
 def edit_flush(
     config: StreamConfig,
     stops: abc.ObserverBase[StopSignal] | None = None,
-    describe: Callable[[ProviderError], str] | None = None,
+    embed: ErrorEmbed | None = None,
 ) -> Operator[StreamState, Segment]:
     """Stage 05 in edit mode: the aggregated flusher's segments, with ``edit_previews`` beside them.
 
@@ -259,7 +259,7 @@ def edit_flush(
     pass stage 06 untouched (they are cleaned already); on the state that ends the stream the
     final segment comes first, so a preview after it is ignored by the delivery.
     """
-    segments = flush(config, stops, describe)
+    segments = flush(config, stops, embed)
     previews = edit_previews(config)
 
     def _op(states: Observable[StreamState]) -> Observable[Segment]:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from rxcord.operators.cut_policy import QUOTE, opening
+from rxcord.operators.markdown.cut_policy import QUOTE, opening
 
 _FENCE_LINE: Final = re.compile(r"[ ]{0,3}(`{3,}|~{3,})([^\n]*)")
 _CLOSER: Final = re.compile(r"\s*(`{3,}|~{3,})\s*")
@@ -35,7 +35,7 @@ def remainder(text: str, shown: Sequence[str]) -> str:
 
     An open code block at the cut point is reopened (its opening line starts the rest), and
     after a ``>>> `` line the rest starts with ``>>> `` again, as the splitter would start the
-    next message (``rxcord.operators.cut_policy.opening``).
+    next message (``rxcord.operators.markdown.cut_policy.opening``).
     """
     position = 0
     for piece in shown:

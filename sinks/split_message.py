@@ -4,9 +4,9 @@ Discord refuses content longer than 2000 code points (``len(str)``), and a
 message boundary ends every markdown construct open at it. ``split_message``
 cuts where a reader would pause and repairs what a cut must break:
 
-* Cut points come from ``rxcord.operators.markdown_scan.MarkdownScanner``; which
+* Cut points come from ``rxcord.operators.markdown.scan.MarkdownScanner``; which
   one is taken, and how a cut is repaired, is the cut policy
-  (``rxcord.operators.cut_policy``, shared with the live flusher): paragraph
+  (``rxcord.operators.markdown.cut_policy``, shared with the live flusher): paragraph
   break, then line break, then sentence end, then space; never inside inline
   code, a mention, a channel or role, a slash command, a custom emoji, a
   timestamp, a URL (bare or ``<...>``), a masked link, a table, or a grapheme
@@ -55,7 +55,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from rxcord.core.config import DISCORD_MESSAGE_LIMIT
-from rxcord.operators.cut_policy import (
+from rxcord.operators.markdown.cut_policy import (
     QUOTE,
     Fence,
     choose,
@@ -65,10 +65,10 @@ from rxcord.operators.cut_policy import (
     rank,
     table_header,
 )
-from rxcord.operators.graphemes import is_grapheme_boundary
-from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
-from rxcord.operators.md_cuts import Cut, FenceSpan
-from rxcord.operators.md_tokens import token_spans
+from rxcord.operators.markdown.cuts import Cut, FenceSpan
+from rxcord.operators.markdown.graphemes import is_grapheme_boundary
+from rxcord.operators.markdown.scan import SCAN_SLICE, MarkdownScanner
+from rxcord.operators.markdown.tokens import token_spans
 
 _FENCE_RUN: Final = re.compile(r"`{3,}|~{3,}")
 

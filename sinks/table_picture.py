@@ -5,7 +5,7 @@ into noise on a phone. A ``TABLE`` segment (``StreamConfig.tables``) is drawn he
 Pillow as a PNG and sent as an attachment whose ``description`` (alt text) is the table's
 markdown; when the markdown is longer than a description holds (1024 characters) it is
 also attached as ``table.md``. A table past the picture bounds
-(``rxcord.operators.md_tables.MAX_ROWS`` / ``MAX_COLUMNS`` / ``MAX_CELL_CHARS``, and
+(``rxcord.operators.markdown.tables.MAX_ROWS`` / ``MAX_COLUMNS`` / ``MAX_CELL_CHARS``, and
 ``MAX_WIDTH`` pixels) is sent
 as its monospace block instead, with ``table.md`` beside it.
 
@@ -36,7 +36,7 @@ from typing import Any, Final
 import attrs
 from PIL import Image, ImageDraw, ImageFont
 
-from rxcord.operators.md_tables import Table, parse_table, render_table
+from rxcord.operators.markdown.tables import Table, parse_table, render_table
 from rxcord.sinks.split_message import split_message
 from rxcord.sinks.uploads import FILES, Upload
 

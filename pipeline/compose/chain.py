@@ -4,13 +4,13 @@
 
     provider source (RawStreamChunk)                      stage 02   rxcord.providers.transport
       -> routing stages (a Pipeline's, by name):          stages 03-04
-         normalize + the adapter's guards (fused)                    operators/normalize.py, think_strip.py,
-                                                                     spill_guard.py, verbatim_tools.py
+         normalize + the adapter's guards (fused)                    operators/normalize.py, reasoning/,
+                                                                     verbatim_tools.py
          prefill, speaker_guard, idle_timeout,                       operators/...
          stop_gate (take_until stops), accumulate (scan)
       -> fan out: states  ──────────────────────────┐
                   states -> delivery stages:         │     stages 05-07
-                     flush, clean, typing, deliver   │     operators/flush.py, clean.py,
+                     flush, clean, typing, deliver   │     operators/flush.py, flusher.py, clean.py,
                                                      │     typing_heartbeat.py, sinks/deliver.py
       -> merge ──────────────────────────────────────┘
       -> collect_result (StreamResult; hard kill)          stage 04   operators/collect_result.py

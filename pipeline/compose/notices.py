@@ -28,11 +28,11 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordStopError, ProviderRequestDeniedError
 from rxcord.core.state import Segment, SentMessage
 from rxcord.core.types import ProviderError, SegmentKind
-from rxcord.operators.flush import error_embed
 from rxcord.operators.mentions import MentionResolver
 from rxcord.providers.hooks import current_usage_context, find_denial
 from rxcord.sinks.base import DiscordSink
 from rxcord.sinks.delivery import DiscordDelivery
+from rxcord.sinks.error_embed import error_embed
 
 _log = logger.bind(stage="notice")
 

@@ -87,23 +87,24 @@ from rxcord.core.state import Delivery, Segment, StreamState, TypingPulse
 from rxcord.core.types import ChunkNormalizer, DeliveryMode, Operator, ProviderError, StopSignal
 from rxcord.operators.accumulate import accumulate
 from rxcord.operators.clean import clean
-from rxcord.operators.flush import flush
+from rxcord.operators.flush import ErrorEmbed, flush
 from rxcord.operators.fused import Fusable, TransducerFactory, accepts_batches, fuse, keeps_batches, unbatch
 from rxcord.operators.idle_timeout import idle_timeout
 from rxcord.operators.normalize import normalize
-from rxcord.operators.prefill import prefill
+from rxcord.operators.reasoning.prefill import prefill
+from rxcord.operators.reasoning.spill_guard import spill_guard
+from rxcord.operators.reasoning.think_strip import think_strip
 from rxcord.operators.redact_secrets import redact_secrets
 from rxcord.operators.speaker_guard import speaker_guard
-from rxcord.operators.spill_guard import spill_guard
 from rxcord.operators.stop_gate import stop_gate
 from rxcord.operators.stream_deadline import with_deadline
-from rxcord.operators.think_strip import think_strip
 from rxcord.operators.timeline import CLEAN, FLUSH, Timeline
 from rxcord.operators.typing_heartbeat import typing_heartbeat
 from rxcord.operators.verbatim_tools import verbatim_tools
 from rxcord.providers.base import ProviderAdapter
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.edit_in_place import edit_flush
+from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.preview_lane import around_previews
 
 Send = Callable[[Segment | TypingPulse], Observable[Delivery]]
@@ -172,6 +173,12 @@ def _flush_for(mode: DeliveryMode) -> Callable[..., Operator[Any, Any]]:
     return edit_flush if mode is DeliveryMode.EDIT else flush
 
 
+def _embed(context: StageContext) -> ErrorEmbed:
+    # Stage 07 builds the error embed; stage 05 is handed the builder (operators never import sinks).
+    describe = context.describe
+    return lambda error: error_embed(error, describe)
+
+
 def _deliver(context: StageContext) -> Operator[Any, Any]:
     # deliver() is generic; pinned to this chain's items here, where mypy cannot infer them.
     typed: Callable[[Send, Merge | None], Operator[Segment | TypingPulse, Delivery]] = deliver
@@ -204,7 +211,7 @@ ROUTING_STAGES: tuple[Stage, ...] = (
 """Stages 03-04, raw chunks to orchestrator states."""
 
 DELIVERY_STAGES: tuple[Stage, ...] = (
-    Stage("flush", lambda c: _flush_for(c.config.delivery)(c.config, c.stop_sink, c.describe)),
+    Stage("flush", lambda c: _flush_for(c.config.delivery)(c.config, c.stop_sink, _embed(c))),
     Stage("clean", lambda c: clean(c.config)),
     Stage("typing", lambda c: typing_heartbeat(c.config.typing_interval)),
     Stage("deliver", _deliver),

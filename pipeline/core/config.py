@@ -47,7 +47,7 @@ class Guards:
     ``0``: nothing is held, so live text starts at once; openers are still caught
     anywhere. Every adapter that runs the think stripper holds the same window (256),
     so a leading stray closer gives the same result on each; a graceful stop delivers
-    what the window held as the answer (``rxcord.operators.held_at_stop``).
+    what the window held as the answer (``rxcord.operators.reasoning.held_at_stop``).
     """
     spill: bool = False
     """Catch a tagless reasoning tail glued to the first visible text (``spill_guard``)."""
@@ -115,7 +115,7 @@ class StreamConfig:
     tables: TableStyle = TableStyle.PICTURE
     """Markdown tables: pictures (attachments, text before sent first) or monospace blocks.
 
-    ``PICTURE`` sends a table wider than ``rxcord.operators.md_tables.INLINE_WIDTH`` columns
+    ``PICTURE`` sends a table wider than ``rxcord.operators.markdown.tables.INLINE_WIDTH`` columns
     as a PNG in every delivery mode (edit in place commits the text before it and edits the
     text after it in new messages)."""
     """Humanizer render modifiers."""

@@ -26,7 +26,7 @@ from rxcord.core.config import Guards
 from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest
 from rxcord.core.types import ChunkNormalizer, ProviderError, RawStreamChunk
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW
 from rxcord.providers.base import DegradationPolicy, HttpRequest
 from rxcord.providers.chat_completions.normalizer import (
     ChatCompletionsNormalizer,
@@ -56,7 +56,7 @@ class WireOptions:
     think_start_window: int = DEFAULT_START_WINDOW
     """Characters held at the stream's start for a stray ``</think>`` (a chat template that opened
     ``<think>`` in the prompt): the same window on every adapter, so the stray-closer rule gives one
-    result for the same text (``rxcord.operators.reasoning_tags``)."""
+    result for the same text (``rxcord.operators.reasoning.tags``)."""
 
 
 OPENAI_COMPATIBLE_MANDATORY: Final = frozenset({"model", "messages", "stream", "tools", "tool_choice"})

@@ -23,10 +23,10 @@ from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import StreamResult
 from rxcord.core.types import DeliveryMode, ErrorType, ProviderError
 from rxcord.io.replay import ReplayServer
-from rxcord.operators.flush import error_embed
 from rxcord.providers.registry import default_registry
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.emulator import DiscordEmulator
+from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.rest import RestSink
 from tests.browser.conftest import ARTIFACTS, ServerThread, wait_for
 

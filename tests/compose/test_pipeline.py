@@ -26,8 +26,8 @@ from rxcord.core.types import ChunkType, ProcessedChunk, RawStreamChunk
 from rxcord.operators import fused
 from rxcord.operators.fused import Fusable
 from rxcord.operators.normalize import normalize
-from rxcord.operators.spill_guard import spill_guard
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW, think_strip
+from rxcord.operators.reasoning.spill_guard import spill_guard
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW, think_strip
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.openai import OpenAIAdapter

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from rxcord.core.config import StreamConfig, TableStyle
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, SegmentKind
-from rxcord.operators.flush import Flusher
-from rxcord.operators.md_tables import INLINE_WIDTH, inline_width, parse_table, render_table
+from rxcord.operators.flusher import Flusher
+from rxcord.operators.markdown.tables import INLINE_WIDTH, inline_width, parse_table, render_table
 
 WIDE = (
     "| Operator | Example | Explanation | Overloadable? |\n"

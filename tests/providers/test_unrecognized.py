@@ -96,7 +96,7 @@ async def test_a_recognised_empty_reply_stays_completed(tmp_path: Path) -> None:
 def test_reasoning_after_visible_text_is_marked_for_the_spill_guard() -> None:
     """A reasoning chunk after visible text carries ``after_text``; reasoning before text does not."""
     from rxcord.core.types import RawStreamChunk
-    from rxcord.operators.spill_guard import AFTER_TEXT
+    from rxcord.operators.reasoning.spill_guard import AFTER_TEXT
     from rxcord.providers.openai import OpenAIAdapter
 
     def delta(**fields: object) -> RawStreamChunk:

@@ -16,8 +16,8 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, Segment, SentMessage
 from rxcord.core.types import DeliveryMode, SegmentKind
 from rxcord.operators.clean import SegmentCleaner
-from rxcord.operators.cut_policy import is_blank_piece
-from rxcord.operators.flush import Flusher
+from rxcord.operators.flusher import Flusher
+from rxcord.operators.markdown.cut_policy import is_blank_piece
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.delivery import DiscordDelivery
 from tests.sinks.test_split_message import fences_balanced

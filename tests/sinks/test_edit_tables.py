@@ -21,8 +21,8 @@ from rxcord.core.state import SentMessage
 from rxcord.core.types import DeliveryMode, SegmentKind, StopKind
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import clean
-from rxcord.operators.flush import Flusher
-from rxcord.operators.md_tables import render_table
+from rxcord.operators.flusher import Flusher
+from rxcord.operators.markdown.tables import render_table
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.edit_in_place import EditInPlaceDelivery, Preview, edit_flush, preview_segments
 from rxcord.sinks.memory import MemorySink

@@ -20,9 +20,9 @@ from referencing.jsonschema import DRAFT202012
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment
 from rxcord.core.types import ErrorType, ProviderError, SegmentKind
-from rxcord.operators.flush import error_embed
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.emulator import DiscordEmulator
+from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.rest import RestSink
 

@@ -16,9 +16,12 @@ from bench.linear import SHAPES
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, SegmentKind
-from rxcord.operators import cut_policy, graphemes, markdown_scan, md_cuts, md_tokens
-from rxcord.operators.cut_policy import is_blank_piece
-from rxcord.operators.markdown_scan import SCAN_SLICE, MarkdownScanner
+from rxcord.operators.markdown import cut_policy, graphemes
+from rxcord.operators.markdown import cuts as md_cuts
+from rxcord.operators.markdown import scan as markdown_scan
+from rxcord.operators.markdown import tokens as md_tokens
+from rxcord.operators.markdown.cut_policy import is_blank_piece
+from rxcord.operators.markdown.scan import SCAN_SLICE, MarkdownScanner
 from rxcord.sinks import split_message as split_module
 from rxcord.sinks.delivery import MERGE_MESSAGES, DiscordDelivery
 from rxcord.sinks.memory import MemorySink

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rxcord.operators.cut_policy import is_blank_piece
-from rxcord.operators.graphemes import is_grapheme_boundary
-from rxcord.operators.markdown_scan import MarkdownScanner
-from rxcord.operators.md_tables import render_table
-from rxcord.operators.md_tokens import TOKEN_RE
+from rxcord.operators.markdown.cut_policy import is_blank_piece
+from rxcord.operators.markdown.graphemes import is_grapheme_boundary
+from rxcord.operators.markdown.scan import MarkdownScanner
+from rxcord.operators.markdown.tables import render_table
+from rxcord.operators.markdown.tokens import TOKEN_RE
 from rxcord.sinks.split_message import MIN_LIMIT, cut_pieces, split_message
 
 # -- independent checkers (also used by the flusher tests) ---------------------------------------------------

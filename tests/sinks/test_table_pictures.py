@@ -18,8 +18,8 @@ from rxcord.core.config import StreamConfig, StreamContext, TableStyle
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode, StreamStatus
 from rxcord.io.replay import Chunking, ReplayServer
-from rxcord.operators.flush import Flusher
-from rxcord.operators.md_tables import MAX_CELL_CHARS, MAX_ROWS, parse_table, render_table
+from rxcord.operators.flusher import Flusher
+from rxcord.operators.markdown.tables import MAX_CELL_CHARS, MAX_ROWS, parse_table, render_table
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, Fault

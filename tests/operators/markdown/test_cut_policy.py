@@ -1,4 +1,4 @@
-"""The message-cutting policy shared by the live flusher and the splitter (``operators/cut_policy.py``)."""
+"""The message-cutting policy shared by the live flusher and the splitter (``markdown/cut_policy.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode
-from rxcord.operators.cut_policy import (
+from rxcord.operators.flusher import Flusher
+from rxcord.operators.markdown.cut_policy import (
     QUOTE,
     TOP_RANK,
     Fence,
@@ -20,7 +21,6 @@ from rxcord.operators.cut_policy import (
     rank,
     table_header,
 )
-from rxcord.operators.flush import Flusher
 
 
 def test_long_opening_line_is_reopened_as_bare_marker() -> None:

@@ -8,15 +8,15 @@ from hypothesis import strategies as st
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode, SegmentKind
 from rxcord.operators.clean import clean_text
-from rxcord.operators.flush import Flusher
-from rxcord.operators.reasoning_tags import (
+from rxcord.operators.flusher import Flusher
+from rxcord.operators.reasoning.tags import (
     TAG_RE,
     partial_tag_len,
     split_think_blocks,
     stray_closer_reroutes,
     strip_think_tags,
 )
-from rxcord.operators.think_strip import ThinkStripper
+from rxcord.operators.reasoning.think_strip import ThinkStripper
 
 
 def test_namespaced_and_attributed_tags_match() -> None:

@@ -62,11 +62,11 @@ as Discord renders a block inside a quote. Three backticks in the
 middle of a line are treated as an inline code run, which is also
 conservative for Discord (which renders them as a block).
 
-The vocabulary it records lives in ``rxcord.operators.md_cuts`` (``Cut``,
+The vocabulary it records lives in ``rxcord.operators.markdown.cuts`` (``Cut``,
 ``CutList``, ``Level``, ``Fence``, ``FenceSpan``); grapheme boundaries and
-display width in ``rxcord.operators.graphemes``; never-cut tokens in
-``rxcord.operators.md_tokens``; tables in ``rxcord.operators.md_tables``; which
-cut is taken and how it is repaired in ``rxcord.operators.cut_policy``.
+display width in ``rxcord.operators.markdown.graphemes``; never-cut tokens in
+``rxcord.operators.markdown.tokens``; tables in ``rxcord.operators.markdown.tables``; which
+cut is taken and how it is repaired in ``rxcord.operators.markdown.cut_policy``.
 """
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ from typing import Final
 
 import attrs
 
-from rxcord.operators.graphemes import is_extend
-from rxcord.operators.md_cuts import Cut, CutList, Fence, FenceSpan, Level
-from rxcord.operators.md_tables import TableSpan
+from rxcord.operators.markdown.cuts import Cut, CutList, Fence, FenceSpan, Level
+from rxcord.operators.markdown.graphemes import is_extend
+from rxcord.operators.markdown.tables import TableSpan
 
 SCAN_SLICE: Final = 2048
 """The most text a consumer hands the scanner at once (the flusher, the splitter): a huge delta or

@@ -1,4 +1,4 @@
-"""Tests for the stage 03 reasoning spill guard (``rxcord.operators.spill_guard``)."""
+"""Tests for the stage 03 reasoning spill guard (``rxcord.operators.reasoning.spill_guard``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest
 
 from rxcord.core.types import FunctionCall, ProcessedChunk, ThoughtKind, ThoughtLogEntry
-from rxcord.operators.spill_guard import DEFAULT_DECISION_LIMIT, SpillGuard, spill_guard
+from rxcord.operators.reasoning.spill_guard import DEFAULT_DECISION_LIMIT, SpillGuard, spill_guard
 from tests.marbles import marbles
 from tests.strategies import cut as _cut
 

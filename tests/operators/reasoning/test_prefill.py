@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from reactivex import operators as ops
 
 from rxcord.core.types import FinishReason, ProcessedChunk
-from rxcord.operators.prefill import PrefillJoiner, prefill
+from rxcord.operators.reasoning.prefill import PrefillJoiner, prefill
 from tests.marbles import marbles
 
 

@@ -1,10 +1,10 @@
-"""Grapheme cluster boundaries and display width (``rxcord.operators.graphemes``)."""
+"""Grapheme cluster boundaries and display width (``rxcord.operators.markdown.graphemes``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rxcord.operators.graphemes import display_width, is_grapheme_boundary
+from rxcord.operators.markdown.graphemes import display_width, is_grapheme_boundary
 
 
 @pytest.mark.parametrize(

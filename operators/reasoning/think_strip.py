@@ -3,7 +3,7 @@
 The clean path is a provider that returns reasoning in its own field. Some
 OpenAI-compatible backends instead leak it into ``delta.content`` wrapped in
 think tags (``<think>``, ``<mm:think>``, ``</ns:think >``; the one definition
-of the tag shape is ``rxcord.operators.reasoning_tags``). This module is the
+of the tag shape is ``rxcord.operators.reasoning.tags``). This module is the
 *ThinkBlockContentStripper*: a per-stream transducer that splits content into
 visible text and reasoning, plus the operator that threads it through a
 ``ProcessedChunk`` stream.
@@ -11,7 +11,7 @@ visible text and reasoning, plus the operator that threads it through a
 Theory
 ------
 A tag counts only outside markdown code: a ``<think>`` inside an inline code span or a
-fenced block is text (``rxcord.operators.code_spans.CodeTracker``, fed every character
+fenced block is text (``rxcord.operators.markdown.code_spans.CodeTracker``, fed every character
 once; visible text and each block have their own tracker, so the visible text's code is
 what stage 05 sees). The stripper reads the stream in one of three modes:
 
@@ -23,7 +23,7 @@ what stage 05 sees). The stripper reads the stream in one of three modes:
     the closer arrives. So the start of the stream is held back, up to
     ``start_window`` characters: a closer starting within the window sends
     everything before it to reasoning (the stray-closer rule of
-    ``rxcord.operators.reasoning_tags``); an opener starting within the window
+    ``rxcord.operators.reasoning.tags``); an opener starting within the window
     releases everything before it as visible. When no tag can start within
     the window any more, the held text is released as visible and the mode
     becomes ``VISIBLE``. This is the *only* text that can ever be
@@ -50,7 +50,7 @@ can join two visible fragments into a new tag (``"<thi" + <block> + "nk>"``);
 the fragment before a removed tag is held (``_seam``) and a tag formed across
 the join is removed too, so the stripper never emits a tag as prose.
 
-At a graceful stop (``held``, ``rxcord.operators.held_at_stop``): what is held only
+At a graceful stop (``held``, ``rxcord.operators.reasoning.held_at_stop``): what is held only
 because it *might* be reasoning (the start window, a partial tag) is the answer; an
 open block, and a start the template opened, are reasoning.
 
@@ -71,10 +71,10 @@ from typing import Final
 import attrs
 
 from rxcord.core.types import Operator, ProcessedChunk
-from rxcord.operators.code_spans import CodeTracker
-from rxcord.operators.held_at_stop import NOTHING, Held, HeldText
-from rxcord.operators.reasoning_guard import reasoning_guard
-from rxcord.operators.reasoning_tags import (
+from rxcord.operators.markdown.code_spans import CodeTracker
+from rxcord.operators.reasoning.guard import reasoning_guard
+from rxcord.operators.reasoning.held_at_stop import NOTHING, Held, HeldText
+from rxcord.operators.reasoning.tags import (
     MAX_TAG_LEN,
     TAG_RE,
     is_closer,
@@ -186,7 +186,7 @@ class ThinkStripper:
         return "".join(out), reasoning
 
     def held(self) -> Held:
-        """What is held now, as a graceful stop delivers it (``rxcord.operators.held_at_stop``)."""
+        """What is held now, as a graceful stop delivers it (``rxcord.operators.reasoning.held_at_stop``)."""
         mode = self._mode
         if mode is _VISIBLE:
             if not self._seam and not self._carry:
@@ -413,7 +413,7 @@ def think_strip(
         start_window: Characters at the start of each stream held back in case
             a stray closer turns them into reasoning (see the module docstring).
         note_held: Note what is held on each chunk, so a graceful stop delivers it
-            (``rxcord.operators.held_at_stop``; the pipeline turns it on).
+            (``rxcord.operators.reasoning.held_at_stop``; the pipeline turns it on).
 
     Returns:
         An operator; a fresh ``ThinkStripper`` is created for every subscription.

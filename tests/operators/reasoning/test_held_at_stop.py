@@ -1,4 +1,4 @@
-"""A graceful stop delivers what stage 03 still held (``rxcord.operators.held_at_stop``).
+"""A graceful stop delivers what stage 03 still held (``rxcord.operators.reasoning.held_at_stop``).
 
 Text held only because it *might* turn out to be reasoning (the think-tag start window, the
 spill guard's hold) is the answer the user saw being written: delivered. Text the stream
@@ -8,6 +8,7 @@ opened) is kept as reasoning, never shown. A kill delivers nothing more.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -25,10 +26,17 @@ from rxcord.core.types import (
     StreamStatus,
     ThoughtKind,
 )
-from rxcord.operators import held_at_stop
-from rxcord.operators.held_at_stop import HELD, HELD_REASONING, Held, HeldText, held_after, noting_held
+from rxcord.operators.reasoning import held_at_stop
+from rxcord.operators.reasoning.held_at_stop import (
+    HELD,
+    HELD_REASONING,
+    Held,
+    HeldText,
+    held_after,
+    noting_held,
+)
+from rxcord.operators.reasoning.think_strip import WHOLE_REPLY, ThinkStripper
 from rxcord.operators.stop_gate import stop_gate
-from rxcord.operators.think_strip import WHOLE_REPLY, ThinkStripper
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.custom import CustomAdapter
@@ -274,7 +282,8 @@ def test_a_kill_delivers_nothing_more(batched: bool, monkeypatch: pytest.MonkeyP
         released.append(chunk)
         return original(chunk)
 
-    monkeypatch.setattr("rxcord.operators.stop_gate.released_at_stop", spy)
+    # By the module, not a dotted string: rxcord.operators.stop_gate is the operator (the façade's name).
+    monkeypatch.setattr(importlib.import_module("rxcord.operators.stop_gate"), "released_at_stop", spy)
     adapter = ADAPTERS["custom"]
     result = _stopped(adapter, wire_events(adapter, ANSWER), kind=StopKind.KILL, after=3, batched=batched)
     assert result.messages == () and released == []

@@ -1,8 +1,8 @@
-"""Table rendering (``rxcord.operators.md_tables``)."""
+"""Table rendering (``rxcord.operators.markdown.tables``)."""
 
 from __future__ import annotations
 
-from rxcord.operators.md_tables import render_table
+from rxcord.operators.markdown.tables import render_table
 
 
 def test_render_table_aligns_columns() -> None:

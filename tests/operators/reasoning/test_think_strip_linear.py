@@ -12,8 +12,10 @@ from collections.abc import Callable
 
 import pytest
 
-from rxcord.operators import code_spans, reasoning_tags, think_strip
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY, ThinkStripper
+from rxcord.operators.markdown import code_spans
+from rxcord.operators.reasoning import tags as reasoning_tags
+from rxcord.operators.reasoning import think_strip
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW, WHOLE_REPLY, ThinkStripper
 from tests.work import count_work
 
 SIZE = 1000

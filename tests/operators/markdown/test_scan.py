@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rxcord.operators.cut_policy import Fence, Level
-from rxcord.operators.graphemes import is_grapheme_boundary
-from rxcord.operators.markdown_scan import MarkdownScanner
-from rxcord.operators.md_cuts import Cut, CutList, NullCuts
+from rxcord.operators.markdown.cut_policy import Fence, Level
+from rxcord.operators.markdown.cuts import Cut, CutList, NullCuts
+from rxcord.operators.markdown.graphemes import is_grapheme_boundary
+from rxcord.operators.markdown.scan import MarkdownScanner
 from tests.strategies import cut as chunked
 
 ATOMS = [

@@ -7,7 +7,7 @@ the text once, left to right, in pieces of any size, and says whether the next c
 is inside code. It holds no text back: a backtick run's length is settled by the first
 character after it, so a ``<`` (never a backtick) always finds it settled.
 
-The rules are the markdown scanner's (``rxcord.operators.markdown_scan``, which stage 05
+The rules are the markdown scanner's (``rxcord.operators.markdown.scan``, which stage 05
 cuts by), so stage 03 and stage 05 agree on what is code:
 
 * **Inline code**: a backtick run of any length opens a span; the span closes at the next

@@ -1,9 +1,9 @@
-"""Never-cut tokens (``rxcord.operators.md_tokens``)."""
+"""Never-cut tokens (``rxcord.operators.markdown.tokens``)."""
 
 from __future__ import annotations
 
-from rxcord.operators.markdown_scan import MarkdownScanner
-from rxcord.operators.md_tokens import token_spans
+from rxcord.operators.markdown.scan import MarkdownScanner
+from rxcord.operators.markdown.tokens import token_spans
 
 
 def scan(text: str) -> MarkdownScanner:

@@ -1,7 +1,7 @@
 """Cut points as recorded: where a text may be cut, and where its fenced blocks lie.
 
-``MarkdownScanner`` (``rxcord.operators.markdown_scan``) records these; the cut
-policy (``rxcord.operators.cut_policy``, which also defines ``Level`` and
+``MarkdownScanner`` (``rxcord.operators.markdown.scan``) records these; the cut
+policy (``rxcord.operators.markdown.cut_policy``, which also defines ``Level`` and
 ``Fence``, re-exported here) chooses among them for both the live flusher
 (stage 05) and the message splitter (stage 07).
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from rxcord.operators.cut_policy import Fence, Level
+from rxcord.operators.markdown.cut_policy import Fence, Level
 
 
 @attrs.frozen

@@ -26,7 +26,7 @@ from typing import Final
 
 import attrs
 
-from rxcord.operators.graphemes import display_width
+from rxcord.operators.markdown.graphemes import display_width
 
 INLINE_WIDTH: Final = 40
 """A table whose monospace block is at most this many columns wide stays inline as that block:

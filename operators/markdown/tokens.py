@@ -11,7 +11,7 @@ __all__ = ("TOKEN_RE", "token_spans")
 import re
 from typing import Final
 
-from rxcord.operators.md_cuts import FenceSpan
+from rxcord.operators.markdown.cuts import FenceSpan
 
 TOKEN_RE: Final = re.compile(
     r"<@[!&]?\d+>"  # user and role mentions

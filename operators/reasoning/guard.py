@@ -21,7 +21,7 @@ import attrs
 
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable
-from rxcord.operators.held_at_stop import NOTHING, Held, noting_held
+from rxcord.operators.reasoning.held_at_stop import NOTHING, Held, noting_held
 from rxcord.operators.thread_text import thread_text
 
 
@@ -37,7 +37,7 @@ class ReasoningSplitter(Protocol):
         ...
 
     def held(self) -> Held:
-        """What is held now, as a graceful stop must deliver it (``operators/held_at_stop.py``)."""
+        """What is held now, as a graceful stop must deliver it (``operators/reasoning/held_at_stop.py``)."""
         ...
 
 
@@ -86,7 +86,7 @@ def reasoning_guard(
             guard arms itself on a chunk that carries reasoning).
         name: The stage's name.
         note_held: Note on each chunk what the splitter still holds after it, for the stop
-            gate to deliver at a graceful stop (``rxcord.operators.held_at_stop``; the pipeline
+            gate to deliver at a graceful stop (``rxcord.operators.reasoning.held_at_stop``; the pipeline
             turns it on).
 
     Returns:

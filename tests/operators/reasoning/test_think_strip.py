@@ -1,4 +1,4 @@
-"""Tests for the stage 03 think-tag stripper (``rxcord.operators.think_strip``)."""
+"""Tests for the stage 03 think-tag stripper (``rxcord.operators.reasoning.think_strip``)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from rxcord.core.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
-from rxcord.operators.code_spans import CodeTracker
-from rxcord.operators.reasoning_tags import TAG_RE, split_think_blocks
-from rxcord.operators.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
+from rxcord.operators.markdown.code_spans import CodeTracker
+from rxcord.operators.reasoning.tags import TAG_RE, split_think_blocks
+from rxcord.operators.reasoning.think_strip import DEFAULT_START_WINDOW, ThinkStripper, think_strip
 from tests.marbles import marbles
 from tests.strategies import CUTS, THINK_MARKDOWN, cut
 

@@ -43,7 +43,7 @@ until the first boundary and the character after it have arrived. The hold
 is bounded: a boundary must start within the first ``limit`` characters
 (default 200) of the content, otherwise the text is released untouched; and
 the stream ending (or a non-text chunk) releases it as is, and a graceful stop
-delivers it as the answer (it only *might* be reasoning: ``rxcord.operators.held_at_stop``).
+delivers it as the answer (it only *might* be reasoning: ``rxcord.operators.reasoning.held_at_stop``).
 After the decision the guard passes everything through.
 """
 
@@ -58,8 +58,8 @@ from typing import Final
 import attrs
 
 from rxcord.core.types import Operator, ProcessedChunk
-from rxcord.operators.held_at_stop import NOTHING, Held
-from rxcord.operators.reasoning_guard import reasoning_guard
+from rxcord.operators.reasoning.guard import reasoning_guard
+from rxcord.operators.reasoning.held_at_stop import NOTHING, Held
 
 AFTER_TEXT: Final = "after_text"
 """Metadata key of a chunk whose reasoning came after visible text (set by the adapter's

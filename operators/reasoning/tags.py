@@ -14,7 +14,7 @@ Rules every consumer follows:
 * **A tag written as code is text**: inside an inline code span (a backtick
   run up to the next run of the same length, or a blank line) or a fenced
   block (to its closing line, or the end). Stage 03 reads code with
-  ``rxcord.operators.code_spans.CodeTracker``, stage 05 with the markdown
+  ``rxcord.operators.markdown.code_spans.CodeTracker``, stage 05 with the markdown
   scanner (same rules), stage 06 masks code before ``strip_think_tags``.
 * Blocks do not nest: an opener inside a block is dropped.
 * **The unclosed-opener rule** (stage 03): a block that starts the content
@@ -31,7 +31,7 @@ Rules every consumer follows:
   its way to Discord. Every adapter that runs the stripper holds the same
   window (``think_strip.DEFAULT_START_WINDOW``); later stages only ever
   remove a stray closer.
-* **At a graceful stop** (``rxcord.operators.held_at_stop``): text held only
+* **At a graceful stop** (``rxcord.operators.reasoning.held_at_stop``): text held only
   because it might be reasoning (the start window, a partial tag) is the
   answer; a block seen open, or a start the chat template opened, is reasoning.
 
@@ -164,7 +164,7 @@ def stray_closer_reroutes(start: int, start_window: int | None) -> bool:
 def split_think_blocks(text: str, *, start_window: int | None = None) -> tuple[str, str]:
     """Split complete *text*, a whole stream's content, into (visible, reasoning): the stage 03 rule.
 
-    Exactly what the streaming stripper (``rxcord.operators.think_strip.ThinkStripper``, the one
+    Exactly what the streaming stripper (``rxcord.operators.reasoning.think_strip.ThinkStripper``, the one
     implementation of the rule) gives for *text* fed whole and finished: tags in code are text;
     closed blocks go to reasoning; a block that starts the content is reasoning to the end,
     one opened after shown text is held until its closer (unclosed: the answer, without its
@@ -173,7 +173,7 @@ def split_think_blocks(text: str, *, start_window: int | None = None) -> tuple[s
     reasoning).
     """
     # Imported here: the stripper reads the tag shape from this module.
-    from rxcord.operators.think_strip import WHOLE_REPLY, ThinkStripper
+    from rxcord.operators.reasoning.think_strip import WHOLE_REPLY, ThinkStripper
 
     stripper = ThinkStripper(start_window=WHOLE_REPLY if start_window is None else start_window)
     visible, reasoning = stripper.feed(text)
