@@ -327,7 +327,7 @@ class RxcordBot:
             return False
         return True
 
-    async def _answer(self, turn: Answer, message: discord.Message) -> TurnResult:
+    async def _answer(self, turn: Answer, message: discord.Message) -> TurnResult | None:
         assert self._sink is not None and self._source is not None
         config = self.config
         me = self.client.user
@@ -356,6 +356,8 @@ class RxcordBot:
             ),
             speaker_names=tuple(name for name in context.user_names if name),
         )
+        if turn.stops.pending is not None:
+            return None  # stopped while its conversation was read: no provider call
         turn.streaming = True
         _log.info(
             "answering message {message} in channel {channel} ({n} messages of context)",
