@@ -18,11 +18,14 @@ _EXPORTS: dict[str, str] = {
     "MalformedJsonError": "rxcord.core.errors",
     "ProviderAdapter": "rxcord.providers.base",
     "ProviderError": "rxcord.core.types",
+    "RedactedError": "rxcord.core.errors",
     "Redactor": "rxcord.core.redact",
+    "ResponseTooLargeError": "rxcord.core.errors",
     "SsrfGuard": "rxcord.providers.ssrf",
     "SsrfRefusedError": "rxcord.core.errors",
     "stream_source": "rxcord.providers.transport",
     "TransportStats": "rxcord.providers.transport",
+    "UndecodableBodyError": "rxcord.core.errors",
 }
 """Public name -> the module that defines it."""
 
@@ -31,7 +34,10 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.errors import MalformedJsonError as MalformedJsonError
+    from rxcord.core.errors import RedactedError as RedactedError
+    from rxcord.core.errors import ResponseTooLargeError as ResponseTooLargeError
     from rxcord.core.errors import SsrfRefusedError as SsrfRefusedError
+    from rxcord.core.errors import UndecodableBodyError as UndecodableBodyError
     from rxcord.core.redact import Redactor as Redactor
     from rxcord.core.types import ErrorType as ErrorType
     from rxcord.core.types import ProviderError as ProviderError

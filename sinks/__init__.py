@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "DiscordStopError": "rxcord.core.errors",
     "EditableSink": "rxcord.sinks.base",
     "EditInPlaceDelivery": "rxcord.sinks.edit_in_place",
+    "InvalidRequestLimitError": "rxcord.core.errors",
     "make_limiter": "rxcord.sinks.ratelimit",
     "MemoryStore": "rxcord.sinks.ratelimit",
     "RateLimiter": "rxcord.sinks.ratelimit",
@@ -41,6 +42,7 @@ keep_exports_over_submodules(__name__, _EXPORTS)
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.config import TableStyle as TableStyle
     from rxcord.core.errors import DiscordStopError as DiscordStopError
+    from rxcord.core.errors import InvalidRequestLimitError as InvalidRequestLimitError
     from rxcord.core.errors import RateLimitError as RateLimitError
     from rxcord.core.errors import TokenRejectedError as TokenRejectedError
     from rxcord.core.errors import UnknownWebhookError as UnknownWebhookError

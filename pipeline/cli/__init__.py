@@ -12,6 +12,7 @@ from rxcord.core.facade import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "plot_timeline": "rxcord.cli.timeline_plot",
+    "PlotUnavailableError": "rxcord.core.errors",
     "ReplayOptions": "rxcord.cli.replay",
     "ReplayOutcome": "rxcord.cli.replay",
     "run_replay": "rxcord.cli.replay",
@@ -26,3 +27,4 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.cli.replay import ReplayOutcome as ReplayOutcome
     from rxcord.cli.replay import run_replay as run_replay
     from rxcord.cli.timeline_plot import plot_timeline as plot_timeline
+    from rxcord.core.errors import PlotUnavailableError as PlotUnavailableError

@@ -26,16 +26,20 @@ _EXPORTS: dict[str, str] = {
     "DecisionDenied": "rxcord.providers.decisions",
     "DecisionDirectory": "rxcord.providers.decisions",
     "DecisionFailed": "rxcord.providers.decisions",
+    "DecisionInputError": "rxcord.core.errors",
     "DecisionInvalidInput": "rxcord.providers.decisions",
     "DecisionKind": "rxcord.providers.decisions",
     "DecisionLimit": "rxcord.providers.decisions",
     "DecisionModelOption": "rxcord.providers.decisions",
+    "DecisionOptionError": "rxcord.core.errors",
     "DecisionProtocol": "rxcord.providers.decisions",
     "DecisionReference": "rxcord.providers.decisions",
     "DecisionRefused": "rxcord.providers.decisions",
     "DecisionResult": "rxcord.providers.decisions",
     "Decisions": "rxcord.providers.decisions",
     "DecisionUnavailable": "rxcord.providers.decisions",
+    "DecisionValidationError": "rxcord.core.errors",
+    "DecisionWireError": "rxcord.core.errors",
     "discover_openrouter_models": "rxcord.providers.decisions",
     "FailureCategory": "rxcord.providers.decisions",
     "load_decision_models": "rxcord.providers.decisions",
@@ -54,6 +58,10 @@ __all__ = tuple(sorted(_EXPORTS))
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from rxcord.core.errors import DecisionInputError as DecisionInputError
+    from rxcord.core.errors import DecisionOptionError as DecisionOptionError
+    from rxcord.core.errors import DecisionValidationError as DecisionValidationError
+    from rxcord.core.errors import DecisionWireError as DecisionWireError
     from rxcord.providers.decisions import Answer as Answer
     from rxcord.providers.decisions import CancelSignal as CancelSignal
     from rxcord.providers.decisions import DecisionCancelled as DecisionCancelled
