@@ -27,9 +27,9 @@ import aiohttp
 import attrs
 
 from rxcord.core.config import StreamContext
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.ratelimit import RateLimiter
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 
 
 @attrs.frozen

@@ -39,8 +39,8 @@ from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_capt
 from bench.peer import LiteLLMPeer
 from bench.report import Report
 from bench.server import ServerProcess, split_random
-from rxcord.sinks.emulator import EmulatorConfig
 from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
+from rxcord.testing.emulator import EmulatorConfig
 
 HERE = Path(__file__).resolve().parent
 

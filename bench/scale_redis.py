@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from rxcord.core.config import StreamContext
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.ratelimit import make_limiter
 from rxcord.sinks.ratelimit.redis import RedisStore
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "emulator-token"

@@ -3,10 +3,10 @@
 Usage (from the repo root): python scripts/extract_discord_routes.py PATH/TO/openapi.json
 
 Writes ``tests/fixtures/discord_openapi/routes.json``: a valid OpenAPI 3.1 document holding,
-unchanged, every operation of Discord's description that ``rxcord.sinks.emulator`` serves
+unchanged, every operation of Discord's description that ``rxcord.testing.emulator`` serves
 (read from the emulator's own router, so a new emulator route is picked up) and the closure
 of the schemas, responses and headers they reference. The schemathesis suite
-(``tests/sinks/emulator/test_schemathesis.py``) generates requests from it and checks the
+(``tests/testing/emulator/test_schemathesis.py``) generates requests from it and checks the
 emulator's answers. The spec is MIT-licensed (Copyright 2023 Discord); the notice travels
 with the copy (``LICENSE`` beside it).
 """
@@ -25,8 +25,8 @@ METHODS = ("get", "put", "post", "delete", "patch")
 
 def emulator_operations() -> set[tuple[str, str]]:
     """``(method, template)`` of every Discord route the emulator serves (under ``/api/v10``)."""
-    from rxcord.sinks.emulator import DiscordEmulator
-    from rxcord.sinks.emulator.config import API_PREFIX
+    from rxcord.testing.emulator import DiscordEmulator
+    from rxcord.testing.emulator.config import API_PREFIX
 
     found: set[tuple[str, str]] = set()
     for route in DiscordEmulator().app.router.routes():

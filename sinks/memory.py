@@ -7,8 +7,8 @@ send (to exercise stop and error paths), can answer the Nth send ambiguously
 (no message id, the message stored or not: a 500 or a reset after the request
 was sent, a 2xx without a usable body), can honour ``enforce_nonce`` as Discord
 does, lists its messages back (``recent_messages``, newest first, as Discord's
-message objects), and can optionally validate payloads with the emulator's
-rules so an over-long message fails here as it would on Discord.
+message objects), and can optionally validate payloads with Discord's
+rules (``rxcord.sinks.payload_rules``) so an over-long message fails here as it would on Discord.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import attrs
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.state import SentMessage
-from rxcord.sinks.emulator import check_message_payload
+from rxcord.sinks.payload_rules import check_message_payload
 from rxcord.sinks.rest import discord_error
 from rxcord.sinks.uploads import Upload, split_uploads
 

@@ -23,13 +23,13 @@ from bench.stages import batches_of, interleaved
 from bench.stats import percentile
 from rxcord.compose.pipeline import stage03
 from rxcord.core.types import Batch
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.sse import SseParser
 from rxcord.providers.transport import _event_chunk, _event_chunks
-from rxcord.sinks.emulator import EmulatorConfig
+from rxcord.testing.emulator import EmulatorConfig
+from rxcord.testing.replay import Chunking, ReplayServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
 It serves a bundled capture (a reasoning model answering with code longer than one Discord
 message, recorded from OpenRouter) to every request, paced like a real stream, with
-``rxcord.ReplayServer``. Point the bot's ``[provider]`` at the URL it prints: ``name =
+``rxcord.testing.ReplayServer``. Point the bot's ``[provider]`` at the URL it prints: ``name =
 "openrouter"``, any model, any key, ``allow_private_network = true``. Every question gets the
 same answer; that is enough to watch the streaming, the delivery modes, /stop and /kill.
 """
@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from importlib import resources
 
-from rxcord import ReplayServer
+from rxcord.testing import ReplayServer
 
 CAPTURE = "openrouter_reasoning_code.sse"
 

@@ -23,10 +23,10 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import SentMessage, StreamResult
 from rxcord.core.types import DeliveryMode
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.registry import default_registry
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
+from rxcord.testing.replay import Chunking, ReplayServer
 
 DEMO_CAPTURES: Final = (
     ("openrouter", "openrouter_reasoning_code.sse", "a reasoning model writes code longer than one message"),
@@ -77,8 +77,8 @@ def _summary(title: str, result: StreamResult) -> str:
 
 async def run_demo(out: Callable[[str], None]) -> list[StreamResult]:
     """Run every bundled capture; print messages as they land and a summary of each result."""
-    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
     from rxcord.sinks.rest import RestSink
+    from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 
     registry = default_registry()
     emulator = DiscordEmulator(EmulatorConfig())

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rxcord.sinks.emulator import DiscordEmulator
+    from rxcord.testing.emulator import DiscordEmulator
 
 
 async def serve_emulator(port: int, out: Callable[[str], None]) -> None:
@@ -17,9 +17,9 @@ async def serve_emulator(port: int, out: Callable[[str], None]) -> None:
     the REST base URL (``http://127.0.0.1:PORT/api/v10``), ``bot token: TOKEN`` and
     ``gateway: ws://127.0.0.1:PORT/gateway``, then the guild's text channels
     (``channel: #name ID``), the injection route a person acts as a user with and
-    ``page: http://127.0.0.1:PORT/`` (the page of ``rxcord.sinks.webui``).
+    ``page: http://127.0.0.1:PORT/`` (the page of ``rxcord.testing.page``).
     """
-    from rxcord.sinks.emulator import EmulatorConfig, run_forever
+    from rxcord.testing.emulator import EmulatorConfig, run_forever
 
     config = EmulatorConfig()
 

@@ -28,14 +28,14 @@ from rxcord.core.errors import InputError
 from rxcord.core.request import ChatRequest, Message, ToolSpec
 from rxcord.core.state import StreamResult, StreamState
 from rxcord.core.types import DeliveryMode, Operator, StopKind
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.timeline import Timeline
 from rxcord.providers.registry import default_registry
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.base import DiscordSink
+from rxcord.testing.replay import Chunking, ReplayServer
 
 if TYPE_CHECKING:
-    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+    from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 
 REPLAY_MODEL = "replay-model"
 """The model name replays ask for (the capture decides what comes back)."""
@@ -89,7 +89,7 @@ async def replay_and_serve(
     """
     if args.sink != "emulator":
         raise InputError("--serve needs --sink emulator")
-    from rxcord.sinks.emulator import DiscordEmulator
+    from rxcord.testing.emulator import DiscordEmulator
 
     emulator = DiscordEmulator()
     await emulator.start()
@@ -230,9 +230,9 @@ async def _sink(
 
         yield MemorySink()
         return
-    from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
     from rxcord.sinks.ratelimit import RateLimiter
     from rxcord.sinks.rest import RestSink
+    from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 
     emulator = running or DiscordEmulator(emulator_config or EmulatorConfig())
     base_url = emulator.base_url if running is not None else await emulator.start()

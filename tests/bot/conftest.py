@@ -14,8 +14,8 @@ from aiohttp import web
 
 from rxcord.bot.app import RxcordBot
 from rxcord.bot.config import BotConfig, parse_config
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
-from rxcord.sinks.emulator.server import serve
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.testing.emulator.server import serve
 
 GENERAL = "1200000000000000010"
 TESTING = "1200000000000000011"

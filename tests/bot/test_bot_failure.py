@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rxcord.core.errors import DiscordError
-from rxcord.sinks.emulator import ROUTE_CREATE, Fault
+from rxcord.testing.emulator import ROUTE_CREATE, Fault
 from tests.bot.conftest import GENERAL, World, eventually
 
 

@@ -25,7 +25,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 
 T = TypeVar("T")
 

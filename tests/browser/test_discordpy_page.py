@@ -16,7 +16,7 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from rxcord.sinks.emulator import DiscordEmulator
+from rxcord.testing.emulator import DiscordEmulator
 from tests.browser.conftest import ServerThread, wait_for
 
 pytestmark = pytest.mark.browser

@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from selenium import webdriver
 
-from rxcord.sinks.webui import mount
+from rxcord.testing.page import mount
 from tests.browser.conftest import ServerThread, wait_for
 
 pytestmark = pytest.mark.browser

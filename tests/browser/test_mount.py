@@ -1,4 +1,4 @@
-"""``rxcord.sinks.webui.mount``: what is served, with which headers (no browser needed)."""
+"""``rxcord.testing.page.mount``: what is served, with which headers (no browser needed)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from rxcord.sinks.emulator import DiscordEmulator
-from rxcord.sinks.webui import ASSET_PREFIX, ASSETS, mount, page_url
+from rxcord.testing.emulator import DiscordEmulator
+from rxcord.testing.page import ASSET_PREFIX, ASSETS, mount, page_url
 
 
 @pytest.fixture

@@ -22,12 +22,12 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import StreamResult
 from rxcord.core.types import DeliveryMode, ErrorType, ProviderError
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.registry import default_registry
 from rxcord.providers.transport import TransportConfig
-from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.emulator import DiscordEmulator
+from rxcord.testing.replay import ReplayServer
 from tests.browser.conftest import ARTIFACTS, ServerThread, wait_for
 
 pytestmark = pytest.mark.browser

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from rxcord.cli.main import main
-from rxcord.io.replay import ReplayServer
-from rxcord.sinks.emulator import DiscordEmulator
+from rxcord.testing.emulator import DiscordEmulator
+from rxcord.testing.replay import ReplayServer
 from tests.conftest import DEMO_DATA
 
 THINK = (DEMO_DATA / "openai_think_leak.sse").read_bytes()

@@ -10,7 +10,7 @@ import pytest
 from rxcord.cli.replay import ReplayOptions, run_replay
 from rxcord.core.config import StreamConfig
 from rxcord.core.types import DeliveryMode, StopKind, StreamStatus
-from rxcord.io.replay import Chunking
+from rxcord.testing.replay import Chunking
 from tests.conftest import DEMO_DATA
 
 LONG = DEMO_DATA / "openrouter_reasoning_code.sse"

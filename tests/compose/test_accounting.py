@@ -20,11 +20,11 @@ from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import SentMessage
 from rxcord.core.stops import StopHandle
 from rxcord.core.types import StopKind, StreamStatus
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.hooks import ProviderRequest, register_request_hook
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import Chunking, ReplayServer
 
 REQUEST = ChatRequest(model="m", messages=(Message.user("hi"),))
 

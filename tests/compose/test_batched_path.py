@@ -33,13 +33,13 @@ from rxcord.core.types import (
     SegmentKind,
     StopKind,
 )
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.operators.fused import Fusable, fuse, unbatch
 from rxcord.providers.base import ProviderAdapter
 from rxcord.providers.registry import default_registry
 from rxcord.providers.sse import SseParser
 from rxcord.providers.transport import TransportConfig, _event_chunks, stream_source
+from rxcord.testing.replay import Chunking, ReplayServer
 from tests.chain_harness import run_reads
 from tests.conftest import CAPTURES
 

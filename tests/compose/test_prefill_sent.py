@@ -10,10 +10,10 @@ from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamContext
 from rxcord.core.request import ChatRequest, Message, SamplerSettings
 from rxcord.core.types import StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 CAPTURE = Path(__file__).parent.parent / "fixtures" / "captures" / "anthropic" / "text.sse"
 PREFILL = "Answer: "

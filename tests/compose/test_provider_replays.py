@@ -14,7 +14,7 @@ import pytest
 
 from rxcord.cli.replay import ReplayOptions, run_replay
 from rxcord.cli.report import report_from_result, to_json_obj
-from rxcord.io.replay import Chunking
+from rxcord.testing.replay import Chunking
 from tests.conftest import CAPTURES
 
 ALL = sorted(p for p in CAPTURES.glob("*/*") if p.suffix in (".sse", ".json"))

@@ -10,7 +10,6 @@ import pytest
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Usage
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import (
@@ -20,6 +19,7 @@ from rxcord.providers.usage import (
     turn_usage_sample,
 )
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 NATIVE = Usage(input_tokens=100, output_tokens=20, cache_read_tokens=40, cache_write_tokens=0, cost=0.01)
 REVIEW = Usage(input_tokens=30, output_tokens=5, cache_read_tokens=0, cache_write_tokens=0, cost=0.002)

@@ -32,9 +32,9 @@ from rxcord.providers.usage import (
     register_turn_usage_hook,
     with_usage_reporter,
 )
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 from tests.local_app import serve_app
 
 REQUEST = ChatRequest(model="m", system="Be brief.", messages=(Message.user("Tell me a story."),))

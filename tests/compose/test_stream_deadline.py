@@ -26,12 +26,12 @@ from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult, TypingPulse
 from rxcord.core.stops import StopHandle
 from rxcord.core.types import ProcessedChunk, RawStreamChunk, SegmentKind, StopKind, StopSignal, StreamStatus
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.stop_gate import stop_gate
 from rxcord.operators.stream_deadline import deadline_signal, with_deadline
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import Chunking, ReplayServer
 from tests.marbles import marbles
 
 CHUNKS = {c: ProcessedChunk.text(c) for c in "abcdefg"}

@@ -15,7 +15,6 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DenialCopy, ProviderRequestDeniedError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.errors import provider_limit
 from rxcord.providers.hooks import (
     ProviderRequest,
@@ -26,6 +25,7 @@ from rxcord.providers.hooks import (
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 LOCAL = TransportConfig(allow_private_network=True)
 REQUEST = ChatRequest(model="openai/gpt-4o", messages=(Message.user("hi"),))

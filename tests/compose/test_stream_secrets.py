@@ -37,11 +37,11 @@ from rxcord.core.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.redact_secrets import redact_secrets
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import Chunking, ReplayServer
 from tests.chain_harness import run_reads
 from tests.strategies import CUTS, cut
 

@@ -23,12 +23,12 @@ from rxcord.core.errors import InputError, MissingExtraError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import StreamResult
 from rxcord.core.types import StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.hooks import denial_translator_registered, request_hook_registered
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import UsageReport
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 LOCAL = TransportConfig(allow_private_network=True)
 REQUEST = ChatRequest(model="local-qwen3", messages=(Message.user("hi"),))

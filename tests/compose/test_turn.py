@@ -10,11 +10,11 @@ from rxcord.compose.turn import Candidate, fallback_order, run_turn
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode, FunctionCall, StreamStatus, Usage
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.providers.usage import with_usage_callback
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 SSE = "text/event-stream"
 JSON = "application/json"

@@ -11,7 +11,6 @@ from loguru import logger
 from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import FunctionCall, Usage
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.openai import OpenAIAdapter
@@ -24,6 +23,7 @@ from rxcord.providers.usage import (
     with_usage_reporter,
 )
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 SSE = "text/event-stream"
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"

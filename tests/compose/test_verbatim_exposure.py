@@ -10,11 +10,11 @@ from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamContext
 from rxcord.core.request import ChatRequest, Message, ToolSpec
 from rxcord.core.types import StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.operators.verbatim_tools import exposed_tool_names
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 CAPTURE = Path(__file__).parent.parent / "fixtures" / "captures" / "custom" / "verbatim_tool.sse"
 ADAPTER = CustomAdapter(tool_names=frozenset({"generate_image", "web_search"}), verbatim_tool_calling=True)

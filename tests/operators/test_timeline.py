@@ -44,7 +44,7 @@ from rxcord.operators.timeline import (
     Timeline,
     TimelineEvent,
 )
-from rxcord.sinks.emulator import EmulatorConfig
+from rxcord.testing.emulator import EmulatorConfig
 from tests.conftest import DEMO_DATA
 from tests.marbles import marbles
 

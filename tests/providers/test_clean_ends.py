@@ -14,13 +14,13 @@ from typing import Any
 from rxcord.compose.run import stream_to_discord
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ChunkType, FinishReason, ProcessedChunk, RawStreamChunk, StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.anthropic.normalizer import NO_STOP_REASON
 from rxcord.providers.chat_completions.normalizer import NO_FINISH_REASON
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 REQUEST = ChatRequest(model="gpt-4o", messages=(Message.user("hi"),))
 

@@ -15,11 +15,11 @@ from rxcord.core import safe_json
 from rxcord.core.errors import MalformedJsonError, RxcordError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ChunkType, RawStreamChunk
-from rxcord.io.replay import ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig, stream_source
+from rxcord.testing.replay import ReplayServer
 
 CHAT = ChatRequest(model="m", messages=(Message.user("hi"),))
 DEPTH = 5000

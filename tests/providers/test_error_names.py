@@ -12,7 +12,6 @@ import pytest
 
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.errors import (
     ENDPOINT_NOT_FOUND,
     ProviderLimit,
@@ -24,6 +23,7 @@ from rxcord.providers.errors import (
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 from tests.providers.chat_completions.test_normalizer import load_json
 
 # -- model unknown or unavailable: model_error --------------------------------------------------

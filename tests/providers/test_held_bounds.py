@@ -22,7 +22,6 @@ from aiohttp import web
 from rxcord.core.errors import UndecodableBodyError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Batch, RawStreamChunk
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.inflate import Inflater, body_reader
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import (
@@ -32,6 +31,7 @@ from rxcord.providers.transport import (
     TransportStats,
     stream_source,
 )
+from rxcord.testing.replay import Chunking, ReplayServer
 from tests.local_app import serve_app
 
 SSE = "text/event-stream"

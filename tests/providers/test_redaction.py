@@ -16,12 +16,12 @@ from rxcord.core.errors import DiscordError, RedactedError
 from rxcord.core.redact import REDACTED, Redactor, credentials_in
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, StreamStatus
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.google import GoogleAdapter
 from rxcord.providers.transport import TransportConfig, stream_source
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import Chunking, ReplayServer
 
 API_KEY = "local-endpoint-key-7Hq2"  # no shape the regex scrubber knows
 BOT_TOKEN = "MTk4NjIy.sentinel-bot-token.Xq9"

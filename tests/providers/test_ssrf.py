@@ -15,12 +15,12 @@ from rxcord.compose.turn import fallback_order, run_turn
 from rxcord.core.errors import RxcordError, SsrfRefusedError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import ErrorType, ProviderError, RawStreamChunk, StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.ssrf import OPT_OUT, SsrfGuard, endpoint_host, forbidden
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing.replay import ReplayServer
 
 CHAT = ChatRequest(model="m", messages=(Message.user("hi"),))
 JSON = "application/json"

@@ -18,7 +18,6 @@ from aiohttp import web
 
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import RawStreamChunk
-from rxcord.io.replay import ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.providers.anthropic import AnthropicAdapter
 from rxcord.providers.base import ProviderAdapter
@@ -28,6 +27,7 @@ from rxcord.providers.nvidia import NvidiaAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
+from rxcord.testing.replay import ReplayServer
 from tests.faults.fake_provider import FakeProvider, Plan
 
 SSE = "text/event-stream"

@@ -14,12 +14,12 @@ from loguru import logger
 
 from rxcord.core.request import ChatRequest, ImagePart, Message, SamplerSettings
 from rxcord.core.types import ErrorType, RawStreamChunk
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.aio import drain
 from rxcord.providers.custom import CustomAdapter
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig, TransportStats, stream_source
+from rxcord.testing.replay import Chunking, ReplayServer
 
 SSE = "text/event-stream"
 JSON = "application/json"

@@ -15,12 +15,12 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.state import StreamResult
 from rxcord.core.types import DeliveryMode, StreamStatus
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
-from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, EmulatorConfig, Fault
 from rxcord.sinks.ratelimit import RateLimiter
 from rxcord.sinks.rest import Backoff, RestSink
+from rxcord.testing.emulator import ROUTE_CREATE, DiscordEmulator, EmulatorConfig, Fault
+from rxcord.testing.replay import Chunking, ReplayServer
 from tests.conftest import DEMO_DATA
 
 LONG = (DEMO_DATA / "openrouter_reasoning_code.sse").read_bytes()

@@ -12,11 +12,11 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import StopKind, StreamStatus
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.discordpy import DiscordPySink
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.testing.replay import ReplayServer
 from tests.conftest import DEMO_DATA
 
 LOCAL = TransportConfig(allow_private_network=True)  # the replay server is on 127.0.0.1

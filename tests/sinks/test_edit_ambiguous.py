@@ -18,23 +18,24 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
 
-from rxcord import ChatRequest, Message, OpenRouterAdapter, ReplayServer, TransportConfig, stream_to_discord
+from rxcord import ChatRequest, Message, OpenRouterAdapter, TransportConfig, stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError
 from rxcord.core.state import Delivery, SentMessage, StreamResult, StreamState
 from rxcord.core.types import DeliveryMode, StreamStatus
-from rxcord.io.replay import Chunking
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import flush
 from rxcord.sinks.deliver import deliver
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.edit_in_place import EditInPlaceDelivery, edit_flush
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.remainder import remainder
 from rxcord.sinks.rest import RestSink
 from rxcord.sinks.split_message import split_message
+from rxcord.testing import ReplayServer
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
+from rxcord.testing.replay import Chunking
 
 BOT = StreamContext(channel_id="7", reply_to_message_id="5")
 HOOK = StreamContext(channel_id="7", webhook_id="900", webhook_token="hook-token")

@@ -20,14 +20,12 @@ from rxcord import (
     CustomAdapter,
     Message,
     OpenRouterAdapter,
-    ReplayServer,
     TransportConfig,
     stream_to_discord,
 )
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Delivery, SentMessage, StreamState
 from rxcord.core.types import DeliveryMode, StreamStatus
-from rxcord.io.replay import Chunking
 from rxcord.operators.aio import drain
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import flush
@@ -36,6 +34,7 @@ from rxcord.sinks.deliver import deliver
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.edit_in_place import EditInPlaceDelivery, edit_flush
 from rxcord.sinks.memory import MemorySink
+from rxcord.testing import Chunking, ReplayServer
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 

@@ -14,14 +14,14 @@ from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode
-from rxcord.io.replay import ReplayServer
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.replay import ReplayServer
 from tests.faults.fake_discord import FakeDiscord, rate_limited
-from tests.sinks.ratelimit.test_limiter_budget import CHANNEL, _creates, _limiter
 from tests.sinks.ratelimit.test_limiter import FakeTime
+from tests.sinks.ratelimit.test_limiter_budget import CHANNEL, _creates, _limiter
 
 _EDIT = StreamConfig(delivery=DeliveryMode.EDIT)
 

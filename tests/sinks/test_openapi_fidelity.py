@@ -21,10 +21,10 @@ from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.state import Segment
 from rxcord.core.types import ErrorType, ProviderError, SegmentKind
 from rxcord.sinks.delivery import DiscordDelivery
-from rxcord.sinks.emulator import DiscordEmulator
 from rxcord.sinks.error_embed import error_embed
 from rxcord.sinks.memory import MemorySink
 from rxcord.sinks.rest import RestSink
+from rxcord.testing.emulator import DiscordEmulator
 
 SPEC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "discord_openapi" / "messages.json").read_text()

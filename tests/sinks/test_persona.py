@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rxcord.sinks.emulator import check_message_payload
+from rxcord.sinks.payload_rules import check_message_payload
 from rxcord.sinks.persona import webhook_username
 
 

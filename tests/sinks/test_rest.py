@@ -13,9 +13,9 @@ from rxcord.core.config import StreamContext
 from rxcord.core.errors import DiscordError, DiscordStopError, TokenRejectedError, UnknownWebhookError
 from rxcord.core.types import StopKind
 from rxcord.sinks.base import DiscordSink
-from rxcord.sinks.emulator import DiscordEmulator, EmulatorConfig, Fault
 from rxcord.sinks.ratelimit import RateLimiter, RateLimitError
 from rxcord.sinks.rest import Backoff, RestSink
+from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig, Fault
 from tests.faults.fake_discord import FakeDiscord, Step, gzip_bomb, json_step, rate_limited
 
 TOKEN = "emulator-token"
@@ -462,9 +462,9 @@ async def test_reply_notice_links_into_the_thread(fake: FakeDiscord) -> None:
     """Delivered by webhook into a thread, the reply notice's jump link points at the thread."""
     from rxcord.compose.run import stream_to_discord
     from rxcord.core.request import ChatRequest, Message
-    from rxcord.io.replay import ReplayServer
     from rxcord.providers.openai import OpenAIAdapter
     from rxcord.providers.transport import TransportConfig
+    from rxcord.testing.replay import ReplayServer
     from tests.conftest import DEMO_DATA
 
     hook = fake.add_webhook(CHANNEL)

@@ -17,15 +17,15 @@ from rxcord.compose.run import StreamJob, run_stream
 from rxcord.core.config import StreamConfig, StreamContext, TableStyle
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import DeliveryMode, StreamStatus
-from rxcord.io.replay import Chunking, ReplayServer
 from rxcord.operators.flusher import Flusher
 from rxcord.operators.markdown.tables import MAX_CELL_CHARS, MAX_ROWS, parse_table, render_table
 from rxcord.providers.openrouter import OpenRouterAdapter
 from rxcord.providers.transport import TransportConfig
-from rxcord.sinks.emulator import ROUTE_CREATE, DiscordEmulator, Fault
 from rxcord.sinks.rest import RestSink
 from rxcord.sinks.table_picture import DESCRIPTION_MAX, MARGIN, ROW_HEIGHT, draw_table, table_messages
 from rxcord.sinks.uploads import FILES
+from rxcord.testing.emulator import ROUTE_CREATE, DiscordEmulator, Fault
+from rxcord.testing.replay import Chunking, ReplayServer
 from tests.sinks.test_delivery_e2e import _answer
 from tests.work import assert_linear
 
