@@ -12,7 +12,14 @@ out in time order once reversed, without sorting:
   -- then the chain goes on from the first part to the question;
 * **threads**: the thread's starter message (a thread started from a message has that
   message's id, in the parent channel) is the oldest line; a message that replies to
-  nothing also gets the thread's earlier messages.
+  nothing also gets the thread's earlier messages;
+* **direct messages**: a DM that replies to nothing gets the DM's earlier messages (a DM is
+  one conversation with the bot, as a thread is);
+* **back-to-back messages**: a user's message that replies to nothing is chained to the
+  message just before it when that one is the same user's and was sent at most
+  ``ContextLimits.back_to_back_seconds`` earlier (snowflake timestamps; no one else between,
+  since it is the channel's previous message), so "look at this:" then "@bot what is it?" is
+  one turn; the chain goes on from there (that message's reply, or its own predecessor).
 
 Every step is bounded by the room left (``ContextLimits.max_messages``), and the pages read
 around an answer grow from two messages, doubling: the messages read and the requests made
@@ -122,9 +129,43 @@ async def _answer(walk: _Walk, part: ChatLine, source: MessageSource) -> ChatLin
     return await _first_part(walk, part, source)
 
 
-async def _chain(walk: _Walk, trigger: ChatLine, source: MessageSource) -> None:
+def _sent_ms(message_id: str) -> int | None:
+    """Milliseconds since Discord's epoch at which *message_id* was created (its snowflake)."""
+    return int(message_id) >> 22 if message_id.isdigit() else None
+
+
+async def _back_to_back(walk: _Walk, line: ChatLine, source: MessageSource, gap_ms: int) -> ChatLine | None:
+    """Take the channel's message before *line* if it is the same user's, at most *gap_ms* older.
+
+    One request of one message per line taken (and one for the line that ends the chain): the
+    work stays linear in the lines kept.
+    """
+    later = _sent_ms(line.id)
+    if later is None:
+        return None
+    page = await source.before(line.channel_id, line.id, 1)
+    if not page:
+        return None
+    previous = page[-1]
+    earlier = _sent_ms(previous.id)
+    if previous.author_id != line.author_id or earlier is None or later - earlier > gap_ms:
+        return None
+    return previous if walk.take(previous) else None  # seen, or no room (``take`` set ``more``)
+
+
+async def _chain(walk: _Walk, trigger: ChatLine, source: MessageSource, gap_ms: int) -> None:
     current = trigger
-    while current.reply_to is not None and current.reply_to not in walk.seen:  # seen: a cycle
+    while True:
+        if current.reply_to is None:
+            if gap_ms <= 0 or current.author_id in walk.mine:
+                return  # an answer's first part that replies to nothing starts the conversation
+            previous = await _back_to_back(walk, current, source, gap_ms)
+            if previous is None:
+                return
+            current = previous
+            continue
+        if current.reply_to in walk.seen:  # a cycle
+            return
         if walk.room <= 0:
             walk.more = True
             return
@@ -146,6 +187,7 @@ async def collect(
     *,
     assistant_ids: Set[str],
     thread: tuple[str, str] | None = None,
+    dm: bool = False,
 ) -> tuple[list[ChatLine], bool]:
     """The conversation that ends with *trigger*, oldest first, and whether older messages exist.
 
@@ -155,6 +197,7 @@ async def collect(
         limits: ``max_messages`` bounds the lines (the trigger included).
         assistant_ids: Authors whose messages are the assistant's (their answers are whole).
         thread: ``(parent channel id, thread id)`` when *trigger* is in a thread.
+        dm: *trigger* is a direct message: one that replies to nothing continues the DM.
 
     Returns:
         The lines, oldest first, and whether older ones were left unread.
@@ -165,8 +208,10 @@ async def collect(
     if starter is not None:
         walk.limit -= 1  # its place is kept: the thread's topic outranks its oldest replies
         walk.seen.add(starter.id)
-    await _chain(walk, trigger, source)
-    if thread is not None and trigger.reply_to is None and walk.room > 0:
+    # A thread's or a DM's history holds the user's back-to-back messages already.
+    history = (thread is not None or dm) and trigger.reply_to is None
+    await _chain(walk, trigger, source, 0 if history else limits.back_to_back_seconds * 1000)
+    if history and walk.room > 0:
         wanted = walk.room
         earlier = await source.before(trigger.channel_id, trigger.id, min(100, wanted + 1))
         if len(earlier) > wanted:

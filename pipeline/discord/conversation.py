@@ -2,8 +2,9 @@
 
 ``read_conversation`` walks from the message being answered: its reply chain (a reply to any
 part of a multi-message answer brings the whole answer and the question it answered), a
-thread's starter message and, when the message replies to nothing, the thread's earlier
-messages. ``build_conversation`` turns those lines, oldest first, into ``rxcord.Message`` s:
+thread's starter message and, when the message replies to nothing, the thread's (or the DM's)
+earlier messages; a user's back-to-back messages are one turn (``rxcord.discord.chain``).
+``build_conversation`` turns those lines, oldest first, into ``rxcord.Message`` s:
 
 * the assistant's own messages (the bot, its persona webhook) as ``assistant``;
 * everyone else's as ``user``, prefixed ``[Alice, id 123]: `` — the display name *and* the
@@ -98,6 +99,9 @@ class ContextLimits:
     """Images sent to a vision model, the newest first."""
     max_attachment_chars: int = attrs.field(default=20_000, validator=_non_negative)
     """Per text attachment; longer ones are cut, with a note."""
+    back_to_back_seconds: int = attrs.field(default=60, validator=_non_negative)
+    """A user's message that replies to nothing takes in the same user's message just before it
+    when that one is at most this much older (and so on back); ``0`` turns it off."""
 
 
 @attrs.frozen(kw_only=True)
@@ -336,6 +340,28 @@ def _images(line: ChatLine, *, vision: bool, room: int, tally: _Tally) -> list[I
     return images
 
 
+def _one_turn_per_speaker(messages: list[Message], labels: list[str | None]) -> list[Message]:
+    """Consecutive user messages of one speaker (back-to-back messages) as one turn, labelled once.
+
+    Every provider then sees alternating turns, and the model reads "look at this:" and the
+    question after it as one thing said.
+    """
+    merged: list[Message] = []
+    previous: str | None = None
+    for message, label in zip(messages, labels, strict=True):
+        if label is None or label != previous or not merged:
+            merged.append(message)
+            previous = label
+            continue
+        first, *images = message.content
+        text = first.text.removeprefix(f"{label}: ") if isinstance(first, TextPart) else ""
+        last = merged[-1]
+        head, *earlier_images = last.content
+        joined = f"{head.text}\n\n{text}" if isinstance(head, TextPart) else text
+        merged[-1] = Message(role=Role.USER, content=(TextPart(joined), *earlier_images, *images))
+    return merged
+
+
 def build_conversation(
     lines: Sequence[ChatLine],
     *,
@@ -365,6 +391,8 @@ def build_conversation(
     budget = limits.max_chars
     images_left = limits.max_images
     kept: list[Message] = []
+    labels: dict[int, str] = {}
+    """A user message's speaker label, by its index in ``kept`` (newest first)."""
     names: list[str] = []
     window = list(lines)[-limits.max_messages :]
     tally.older = len(lines) - len(window) + (1 if truncated_before else 0)
@@ -386,8 +414,10 @@ def build_conversation(
         images = _images(line, vision=vision, room=images_left, tally=tally)
         images_left -= len(images)
         kept.append(Message(role=Role.USER, content=(TextPart(content), *images)))
+        labels[len(kept) - 1] = speaker_label(line)
         names.append(line.author_name)
     kept.reverse()
+    kept = _one_turn_per_speaker(kept, [labels.get(len(kept) - 1 - i) for i in range(len(kept))])
     notes += _left_out_notes(limits, vision=vision, tally=tally)
     unique = tuple(dict.fromkeys(reversed(names)))
     return Conversation(messages=tuple(kept), notes=tuple(notes), user_names=unique)
@@ -432,12 +462,13 @@ async def read_conversation(
         rxcord.MissingExtraError: discord.py is not installed.
     """
     from rxcord.discord.chain import collect
-    from rxcord.discord.discordpy import DiscordPySource, line_from_discord, thread_starter
+    from rxcord.discord.discordpy import DiscordPySource, is_dm, line_from_discord, thread_starter
 
     source = source if source is not None else DiscordPySource.for_message(message)
     mine = {str(me.id), *(str(i) for i in assistant_ids)}
     trigger = line_from_discord(message)
-    lines, more = await collect(trigger, source, limits, assistant_ids=mine, thread=thread_starter(message))
+    thread = thread_starter(message)
+    lines, more = await collect(trigger, source, limits, assistant_ids=mine, thread=thread, dm=is_dm(message))
     texts = await read_texts(lines, source, limits.max_attachment_chars)
     return build_conversation(
         lines, assistant_ids=mine, limits=limits, vision=vision, texts=texts, truncated_before=more

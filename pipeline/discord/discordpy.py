@@ -7,7 +7,7 @@ connection pool and rate limiting), attachments through a capped read on Discord
 
 from __future__ import annotations
 
-__all__ = ("DiscordPySource", "line_from_discord", "thread_starter")
+__all__ = ("DiscordPySource", "is_dm", "line_from_discord", "thread_starter")
 
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +61,11 @@ def thread_starter(message: discord.Message) -> tuple[str, str] | None:
     if isinstance(channel, discord.Thread) and channel.parent_id:
         return str(channel.parent_id), str(channel.id)
     return None
+
+
+def is_dm(message: discord.Message) -> bool:
+    """Whether *message* is a direct message (its earlier messages are the conversation)."""
+    return isinstance(message.channel, discord.DMChannel)
 
 
 class DiscordPySource:
