@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "AnthropicAdapter": "rxcord.providers.anthropic.adapter",
     "Candidate": "rxcord.compose.turn",
     "ChatRequest": "rxcord.core.request",
+    "ConfigError": "rxcord.core.errors",
     "CustomAdapter": "rxcord.providers.custom",
     "DeliveryMode": "rxcord.core.types",
     "DiscordError": "rxcord.core.errors",
@@ -102,6 +103,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.config import RenderModifiers as RenderModifiers
     from rxcord.core.config import StreamConfig as StreamConfig
     from rxcord.core.config import StreamContext as StreamContext
+    from rxcord.core.errors import ConfigError as ConfigError
     from rxcord.core.errors import DiscordError as DiscordError
     from rxcord.core.errors import InputError as InputError
     from rxcord.core.errors import MissingCredentialError as MissingCredentialError

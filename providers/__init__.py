@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 from rxcord.core.facade import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "endpoint_url": "rxcord.providers.ssrf",
     "ErrorType": "rxcord.core.types",
     "HttpRequest": "rxcord.providers.base",
     "MalformedJsonError": "rxcord.core.errors",
+    "precheck": "rxcord.providers.ssrf",
     "ProviderAdapter": "rxcord.providers.base",
     "ProviderError": "rxcord.core.types",
     "RedactedError": "rxcord.core.errors",
@@ -44,5 +46,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.providers.base import HttpRequest as HttpRequest
     from rxcord.providers.base import ProviderAdapter as ProviderAdapter
     from rxcord.providers.ssrf import SsrfGuard as SsrfGuard
+    from rxcord.providers.ssrf import endpoint_url as endpoint_url
+    from rxcord.providers.ssrf import precheck as precheck
     from rxcord.providers.transport import TransportStats as TransportStats
     from rxcord.providers.transport import stream_source as stream_source

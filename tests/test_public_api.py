@@ -31,6 +31,7 @@ PUBLIC: dict[str, list[str]] = {
         "AnthropicAdapter",
         "Candidate",
         "ChatRequest",
+        "ConfigError",
         "CustomAdapter",
         "DeliveryMode",
         "DiscordError",
@@ -171,6 +172,7 @@ PUBLIC: dict[str, list[str]] = {
     "rxcord.io": [
         "LocaleCatalog",
         "RedisStopBus",
+        "default_catalog",
         "register_locale_dir",
     ],
     "rxcord.operators": [
@@ -220,6 +222,8 @@ PUBLIC: dict[str, list[str]] = {
         "SsrfRefusedError",
         "TransportStats",
         "UndecodableBodyError",
+        "endpoint_url",
+        "precheck",
         "stream_source",
     ],
     "rxcord.sinks": [

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rxcord.core.facade import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "default_catalog": "rxcord.io.locales",
     "LocaleCatalog": "rxcord.io.locales",
     "RedisStopBus": "rxcord.io.stop_bus",
     "register_locale_dir": "rxcord.io.locales",
@@ -21,5 +22,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.io.locales import LocaleCatalog as LocaleCatalog
+    from rxcord.io.locales import default_catalog as default_catalog
     from rxcord.io.locales import register_locale_dir as register_locale_dir
     from rxcord.io.stop_bus import RedisStopBus as RedisStopBus
