@@ -65,10 +65,7 @@ from rxcord import (
 from rxcord.bot.config import BotConfig, load_tools
 from rxcord.bot.limits import Limits
 from rxcord.compose import KeyCooldown
-from rxcord.discord.answers import Answer, Answers
-from rxcord.discord.conversation import read_conversation
-from rxcord.discord.permissions import Permissions
-from rxcord.discord.sources import RestSource
+from rxcord.discord import Answer, Answers, Permissions, RestSource, read_conversation
 from rxcord.providers import ProviderAdapter
 from rxcord.sinks import RateLimiter
 

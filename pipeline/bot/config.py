@@ -39,10 +39,10 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
-from rxcord import DeliveryMode, FunctionCall, InputError, TableStyle, ToolSpec
-from rxcord.core.errors import ConfigError, SsrfRefusedError
-from rxcord.discord.conversation import ContextLimits
-from rxcord.providers.ssrf import endpoint_url, precheck
+from rxcord import ConfigError, DeliveryMode, FunctionCall, InputError, ToolSpec
+from rxcord.discord import ContextLimits
+from rxcord.providers import SsrfRefusedError, endpoint_url, precheck
+from rxcord.sinks import TableStyle
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
 LIMITS_STATE_FILE: Final = "rxcord-limits.sqlite3"

@@ -307,7 +307,7 @@ class RedisCounters:
         try:
             import redis.asyncio as aioredis
         except ImportError as exc:  # the name says what to install
-            from rxcord.core.errors import MissingExtraError
+            from rxcord import MissingExtraError
 
             raise MissingExtraError("redis", "redis", "[scale] redis_url_env") from exc
         self._limits = limits

@@ -29,7 +29,7 @@ from loguru import logger
 from rxcord import MissingCredentialError, TurnResult
 from rxcord.bot.config import BotConfig, LimitsSection, ModelPrice
 from rxcord.bot.counters import MEMORY, Ask, Charge, CounterStore, RedisCounters, Refusal, SqliteCounters
-from rxcord.io.locales import default_catalog
+from rxcord.io import default_catalog
 
 if TYPE_CHECKING:
     import discord
