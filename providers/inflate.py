@@ -14,16 +14,13 @@ from __future__ import annotations
 __all__ = ("ACCEPT_ENCODING", "Inflater", "body_reader")
 
 import zlib
-from collections.abc import Awaitable, Callable
 from typing import Final
 
+from rxcord.core.body import Read
 from rxcord.core.errors import UndecodableBodyError
 
 ACCEPT_ENCODING: Final = "gzip, deflate"
 """The encodings asked for: the ones ``Inflater`` decodes."""
-
-Read = Callable[[], Awaitable[bytes]]
-"""One piece of the body (``b""`` at its end)."""
 
 
 class Inflater:

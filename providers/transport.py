@@ -72,14 +72,21 @@ from reactivex.disposable import Disposable
 from yarl import URL
 
 from rxcord.core import safe_json
-from rxcord.core.errors import MalformedJsonError, SseLineTooLongError, SsrfRefusedError, UndecodableBodyError
+from rxcord.core.body import Overflow, Read, read_capped
+from rxcord.core.errors import (
+    MalformedJsonError,
+    ResponseTooLargeError,
+    SseLineTooLongError,
+    SsrfRefusedError,
+    UndecodableBodyError,
+)
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
-from rxcord.providers.inflate import ACCEPT_ENCODING, Read, body_reader
+from rxcord.providers.inflate import ACCEPT_ENCODING, body_reader
 from rxcord.providers.sse import SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
 
@@ -700,15 +707,17 @@ def _malformed(provider: str, message: str, text: str) -> RawStreamChunk:
 
 
 async def _read_capped(read: Read, cap: int, watch: IdleWatch) -> str:
-    chunks: list[bytes] = []
-    total = 0
-    while piece := await read():
-        watch.touch()
-        total += len(piece)
-        if total > cap:
-            raise aiohttp.ClientPayloadError(f"response body exceeds {cap} bytes")
-        chunks.append(piece)
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    async def touched() -> bytes:
+        piece = await read()
+        watch.touch()  # every piece is progress: the idle bound is between pieces
+        return piece
+
+    try:
+        body = await read_capped(touched, cap, overflow=Overflow.RAISE)
+    except ResponseTooLargeError as exc:
+        # A cut answer is a failed read (classified and retried as one), never a shortened body.
+        raise aiohttp.ClientPayloadError(str(exc)) from exc
+    return body.text()
 
 
 def _decode_json(text: str) -> Any:

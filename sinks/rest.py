@@ -79,8 +79,15 @@ import aiohttp
 import attrs
 from loguru import logger
 
+from rxcord.core.body import Overflow, Read, read_capped
 from rxcord.core.config import StreamContext
-from rxcord.core.errors import DiscordError, DiscordStopError, TokenRejectedError, UnknownWebhookError
+from rxcord.core.errors import (
+    DiscordError,
+    DiscordStopError,
+    ResponseTooLargeError,
+    TokenRejectedError,
+    UnknownWebhookError,
+)
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.core.version import __version__
@@ -631,17 +638,28 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes |
     elif encoding not in ("", "identity"):
         _log.warning("Discord answered with an unasked encoding {encoding}; body ignored", encoding=encoding)
         return None
-    out = bytearray()
+    read = response.content.readany if decoder is None else _inflating(response, decoder, limit + 1)
     try:
-        async for chunk in response.content.iter_chunked(1 << 16):
-            out += chunk if decoder is None else decoder.decompress(chunk, limit + 1 - len(out))
-            if len(out) > limit or (decoder is not None and decoder.unconsumed_tail):
-                _log.warning("Discord response body above {limit} bytes; not read further", limit=limit)
-                response.close()
-                return None
+        return (await read_capped(read, limit, overflow=Overflow.RAISE)).data
+    except ResponseTooLargeError:
+        _log.warning("Discord response body above {limit} bytes; not read further", limit=limit)
+        response.close()
+        return None
     except zlib.error:
         return None
-    return bytes(out)
+
+
+def _inflating(response: aiohttp.ClientResponse, decoder: zlib._Decompress, step: int) -> Read:
+    """*response*'s body decompressed, at most *step* bytes out of each piece read."""
+
+    async def read() -> bytes:
+        while piece := await response.content.readany():
+            # A piece holding only a header inflates to nothing: that is not the end of the body.
+            if out := decoder.decompress(piece, step):
+                return out
+        return b""
+
+    return read
 
 
 def _webhook(context: StreamContext) -> tuple[str, str] | None:

@@ -18,6 +18,7 @@ import aiohttp
 import yarl
 from loguru import logger
 
+from rxcord.core.body import Overflow, read_capped
 from rxcord.core.errors import DiscordError
 from rxcord.discord.conversation import Attachment, ChatLine
 from rxcord.sinks.ratelimit import RateLimiter, Route
@@ -52,19 +53,14 @@ async def read_capped_text(
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as response:
             if response.status != 200:
                 return None
-            raw = bytearray()
-            # read(n) returns what one chunk holds: loop to the cap or the end, never past the cap.
-            while len(raw) < cap:
-                chunk = await response.content.read(cap - len(raw))
-                if not chunk:
-                    break
-                raw += chunk
+            # Cut at the cap, not refused: the extra character tells the reader the text was cut.
+            body = await read_capped(response.content.readany, cap, overflow=Overflow.TRUNCATE)
     except (aiohttp.ClientError, TimeoutError) as exc:
         _log.warning(
             "attachment {name} unreadable: {error}", name=attachment.filename, error=type(exc).__name__
         )
         return None
-    return raw.decode("utf-8", errors="replace")[: max_chars + 1]
+    return body.text()[: max_chars + 1]
 
 
 class RestSource:

@@ -38,6 +38,7 @@ import aiohttp
 import attrs
 
 from rxcord.core import safe_json
+from rxcord.core.body import Overflow, read_capped
 from rxcord.core.errors import MalformedJsonError, ResponseTooLargeError
 from rxcord.providers.hooks import begin_provider_request, request_hook_registered
 
@@ -82,14 +83,7 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
     declared = response.content_length
     if declared is not None and declared > limit:
         raise ResponseTooLargeError(f"response body declares {declared} bytes (limit {limit})")
-    pieces: list[bytes] = []
-    total = 0
-    async for piece in response.content.iter_any():
-        total += len(piece)
-        if total > limit:
-            raise ResponseTooLargeError(f"response body exceeds {limit} bytes")
-        pieces.append(piece)
-    return b"".join(pieces)
+    return (await read_capped(response.content.readany, limit, overflow=Overflow.RAISE)).data
 
 
 @attrs.define

@@ -79,7 +79,8 @@ def test_manage_messages_counts_in_guilds_only_and_falls_back_to_guild_permissio
 
 def test_the_bot_s_permissions_table_maps_to_permissions_and_names_a_bad_id() -> None:
     from rxcord.bot.app import answer_permissions
-    from rxcord.bot.config import ConfigError, parse_config
+    from rxcord.bot.config import parse_config
+    from rxcord.core.errors import ConfigError
 
     base = '[provider]\nname = "openai"\nmodel = "m"\n[permissions]\n'
     config = parse_config(base + 'admin_users = ["2"]\nmoderator_roles = ["9"]\nrespond_channels = ["10"]\n')
