@@ -1,13 +1,20 @@
 """The emulated guild: its channels, roles and members as the gateway announces them.
 
-One guild, its ``@everyone`` role (id = guild id, every permission a bot needs), the text
-channels of ``EmulatorConfig.channels``, the bot's member and every user the emulator has seen
-act (through the injection routes). A numeric channel id outside the guild is a DM channel.
+One guild, its ``@everyone`` role (id = guild id, every permission a bot needs), the roles
+created through ``POST /_emulator/roles`` or named by ``POST /_emulator/members`` (module
+``members``), the text channels of ``EmulatorConfig.channels``, the bot's member and every user
+the emulator has seen act (through the injection routes). A numeric channel id outside the
+guild is a DM channel.
+
+A member's permissions are computed as Discord's documentation describes ("Permissions",
+base permissions): the guild owner has all of them; otherwise ``@everyone``'s permissions OR
+those of each of the member's roles, and ``ADMINISTRATOR`` among them means all. Channels have
+no permission overwrites here, so a member's permissions are the same in every guild channel.
 """
 
 from __future__ import annotations
 
-__all__ = ("EVERYONE_PERMISSIONS", "Guild")
+__all__ = ("ADMINISTRATOR", "ALL_PERMISSIONS", "EVERYONE_PERMISSIONS", "MANAGE_MESSAGES", "Guild")
 
 from typing import Any, Final
 
@@ -18,6 +25,10 @@ from rxcord.testing.emulator.wire import user_object
 EVERYONE_PERMISSIONS: Final = "1071698660929"
 """View, send, read history, embed, attach, mention, use application commands, ..."""
 JOINED_AT: Final = "2024-01-01T00:00:00+00:00"
+ADMINISTRATOR: Final = 1 << 3
+MANAGE_MESSAGES: Final = 1 << 13
+ALL_PERMISSIONS: Final = (1 << 53) - 1
+"""Every permission bit Discord defines (up to 1 << 52): the owner's and an administrator's."""
 
 
 class Guild:
@@ -34,6 +45,12 @@ class Guild:
         """Users who acted through the injection routes, by id (shared with the store)."""
         self.threads: dict[str, dict[str, Any]] = {}
         """Threads started in the guild's channels, by id (thread channel objects)."""
+        self.roles: dict[str, dict[str, Any]] = {
+            config.guild_id: _role(config.guild_id, "@everyone", EVERYONE_PERMISSIONS, 0)
+        }
+        """The guild's roles by id, ``@everyone`` (id = the guild's) first, in creation order."""
+        self.member_roles: dict[str, list[str]] = {}
+        """Role ids per member (user id), ``@everyone`` left out as Discord leaves it out."""
 
     @property
     def id(self) -> str:
@@ -116,10 +133,57 @@ class Guild:
             self.hub.publish("member_update", {"member": self.member(user)})
         return user
 
+    def upsert_role(self, role_id: str, name: str | None, permissions: int | None) -> dict[str, Any]:
+        """Create a role or change its name or permissions (``None``: kept); publishes the change."""
+        known = self.roles.get(role_id)
+        if known is None:
+            role = _role(role_id, name or f"role-{role_id[-4:]}", str(permissions or 0), len(self.roles))
+            self.roles[role_id] = role
+            self.hub.publish("role_create", {"role": role})
+            return role
+        changed = {**known}
+        if name is not None and role_id != self.id:  # @everyone keeps its name, as on Discord
+            changed["name"] = name
+        if permissions is not None:
+            changed["permissions"] = str(permissions)
+        if changed != known:
+            self.roles[role_id] = changed
+            self.hub.publish("role_update", {"role": changed})
+        return changed
+
+    def set_member(self, user: dict[str, Any], roles: list[str]) -> dict[str, Any]:
+        """Give a member exactly ``roles`` (an unknown id becomes a role without permissions)."""
+        for role_id in roles:
+            if role_id not in self.roles:
+                self.upsert_role(role_id, None, None)
+        user_id = str(user["id"])
+        known = self.users.get(user_id)
+        before = self.member_roles.get(user_id)
+        self.member_roles[user_id] = list(roles)
+        if user_id != self.config.bot_id:
+            self.users[user_id] = user
+        member = self.member(user)
+        if known is None and user_id != self.config.bot_id:
+            self.hub.publish("member_add", {"member": member})
+        elif before != roles or (known is not None and known != user):
+            self.hub.publish("member_update", {"member": member})
+        return member
+
+    def permissions(self, user_id: str) -> int:
+        """The member's permissions in any guild channel (owner: all; administrator: all)."""
+        if user_id == self.config.owner_id:
+            return ALL_PERMISSIONS
+        value = int(self.roles[self.id]["permissions"])
+        for role_id in self.member_roles.get(user_id, ()):
+            role = self.roles.get(role_id)
+            if role is not None:
+                value |= int(role["permissions"])
+        return ALL_PERMISSIONS if value & ADMINISTRATOR else value
+
     def member(self, user: dict[str, Any], *, with_user: bool = True) -> dict[str, Any]:
         """A guild member object for ``user`` (``with_user=False``: the partial member of messages)."""
         member: dict[str, Any] = {
-            "roles": [],
+            "roles": list(self.member_roles.get(str(user["id"]), ())),
             "joined_at": JOINED_AT,
             "deaf": False,
             "mute": False,
@@ -178,19 +242,25 @@ class Guild:
             "stage_instances": [],
             "guild_scheduled_events": [],
             "soundboard_sounds": [],
-            "roles": [
-                {
-                    "id": self.id,
-                    "name": "@everyone",
-                    "permissions": EVERYONE_PERMISSIONS,
-                    "position": 0,
-                    "color": 0,
-                    "hoist": False,
-                    "managed": False,
-                    "mentionable": False,
-                    "flags": 0,
-                }
-            ],
+            "roles": list(self.roles.values()),
             "channels": self.channel_objects(),
             "members": members,
         }
+
+
+def _role(role_id: str, name: str, permissions: str, position: int) -> dict[str, Any]:
+    """A role object with the fields Discord sends (and discord.py reads)."""
+    return {
+        "id": role_id,
+        "name": name,
+        "permissions": permissions,
+        "position": position,
+        "color": 0,
+        "colors": {"primary_color": 0, "secondary_color": None, "tertiary_color": None},
+        "hoist": False,
+        "icon": None,
+        "unicode_emoji": None,
+        "managed": False,
+        "mentionable": False,
+        "flags": 0,
+    }

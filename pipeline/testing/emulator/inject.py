@@ -19,11 +19,14 @@ None of these is Discord's; they need no token and have no rate limits.
   that has messages (``guild_id`` null); ``GET /_emulator/channels/{id}/messages``: that channel's
   messages, oldest first, ephemeral ones included (flag 64); ``GET /_emulator/guild`` and
   ``GET /_emulator/commands``: the guild object and the registered commands.
+* ``POST /_emulator/members`` ``{"guild_id", "user_id", "roles"}`` and ``POST /_emulator/roles``
+  ``{"guild_id", "role_id", "name", "permissions"}``: a member's roles and a role's permissions
+  (module ``members``).
 * ``GET /_emulator/events``: server-sent events, one per emulator event (``message_create``,
   ``message_update``, ``message_delete``, ``typing_start``, ``thread_create``, ``member_add``,
-  ``member_update``, ``interaction_create``, ``interaction_response``, ``rate_limit``,
-  ``bucket_exhausted``), ``data`` a JSON object, ``id`` its number; ``Last-Event-ID`` (or
-  ``?since=N``) replays the retained history after N.
+  ``member_update``, ``role_create``, ``role_update``, ``interaction_create``,
+  ``interaction_response``, ``rate_limit``, ``bucket_exhausted``), ``data`` a JSON object,
+  ``id`` its number; ``Last-Event-ID`` (or ``?since=N``) replays the retained history after N.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aiohttp import web
 
 from rxcord.core.errors import ApiError
-from rxcord.testing.emulator import threads
+from rxcord.testing.emulator import members, threads
 from rxcord.testing.emulator.config import API_PREFIX
 from rxcord.testing.emulator.events import EmulatorEvent
 from rxcord.testing.emulator.validation import form_error, query_bool, read_payload
@@ -67,6 +70,7 @@ def install(emu: DiscordEmulator) -> None:
     emu.add_plain("GET", PREFIX + "/guild", guild)
     emu.add_plain("GET", PREFIX + "/commands", commands)
     emu.add_plain("GET", PREFIX + "/events", events)
+    members.install(emu)  # POST /_emulator/members and /_emulator/roles
     streams: set[asyncio.Queue[EmulatorEvent | None]] = set()
     emu.app[_STREAMS] = streams
 

@@ -169,6 +169,10 @@ class Interactions:
             data["options"] = option_list
         if "guild_id" in command:
             data["guild_id"] = command["guild_id"]
+        # In a guild both are the computed permissions (module guild): the caller's and the bot's.
+        app_permissions = (
+            str(emu.guild.permissions(cfg.bot_id)) if guild_id is not None else EVERYONE_PERMISSIONS
+        )
         payload: dict[str, Any] = {
             "id": interaction_id,
             "application_id": cfg.application_id,
@@ -178,7 +182,7 @@ class Interactions:
             "channel": emu.guild.channel_object(channel_id),
             "token": token,
             "version": 1,
-            "app_permissions": EVERYONE_PERMISSIONS,
+            "app_permissions": app_permissions,
             "locale": "en-US",
             "entitlements": [],
             "attachment_size_limit": ATTACHMENT_SIZE_LIMIT,
@@ -188,7 +192,7 @@ class Interactions:
             payload.update(
                 guild_id=guild_id,
                 guild_locale="en-US",
-                member={**member, "permissions": EVERYONE_PERMISSIONS},
+                member={**member, "permissions": str(emu.guild.permissions(str(user["id"])))},
                 authorizing_integration_owners={"0": guild_id},
                 context=0,
             )
