@@ -50,7 +50,7 @@ __all__ = (
 
 import enum
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -63,7 +63,7 @@ from rxcord.compose.run import stream_to_discord
 from rxcord.core.config import StreamConfig, StreamContext
 from rxcord.core.errors import ProviderRequestDeniedError
 from rxcord.core.redact import Redactor
-from rxcord.core.request import ChatRequest, Message, Role, TextPart
+from rxcord.core.request import ChatRequest, Message, Role, SamplerSettings, TextPart
 from rxcord.core.state import StreamResult
 from rxcord.core.stops import StopRegistry
 from rxcord.core.types import FunctionCall, ProviderError, StreamStatus, Usage
@@ -98,6 +98,24 @@ class Candidate:
     base_url: str | None = None
     label: str = ""
     """A name for logs (never the key)."""
+    sampler: SamplerSettings | None = None
+    """This model's sampling parameters, in place of the request's (``None``: the request's)."""
+    extra: Mapping[str, Any] = attrs.field(factory=dict)
+    """This model's body fields, merged over the request's ``extra`` (a fallback model keeps its own)."""
+    allow_private_network: bool | None = None
+    """The SSRF opt-out for this candidate's ``base_url`` (``None``: the turn's transport decides)."""
+
+    def request_for(self, request: ChatRequest) -> ChatRequest:
+        """*request* as this candidate sends it: its model, and its own parameters when it has them."""
+        sampler = self.sampler if self.sampler is not None else request.sampler
+        extra = {**request.extra, **self.extra} if self.extra else request.extra
+        return attrs.evolve(request, model=self.model, sampler=sampler, extra=extra)
+
+    def transport_for(self, transport: TransportConfig | None) -> TransportConfig | None:
+        """The turn's transport with this candidate's SSRF opt-out, when it sets one."""
+        if self.allow_private_network is None:
+            return transport
+        return attrs.evolve(transport or TransportConfig(), allow_private_network=self.allow_private_network)
 
 
 def fallback_order(
@@ -298,13 +316,13 @@ async def _with_fallback(
             continue
         result = await stream_to_discord(
             candidate.adapter,
-            attrs.evolve(request, model=candidate.model),
+            candidate.request_for(request),
             sink=env.sink,
             base_url=candidate.base_url,
             api_key=key,
             context=env.context,
             config=env.config,
-            transport=env.transport,
+            transport=candidate.transport_for(env.transport),
             session=env.session,
             registry=env.registry,
             resolver=env.resolver,

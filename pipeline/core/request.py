@@ -12,6 +12,7 @@ DeepSeek-style ``reasoning_content``, Anthropic thinking blocks with their
 from __future__ import annotations
 
 __all__ = (
+    "RESERVED_EXTRA_KEYS",
     "ChatRequest",
     "ImagePart",
     "Message",
@@ -23,11 +24,16 @@ __all__ = (
 
 import enum
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
+from rxcord.core.errors import InputError
 from rxcord.core.types import FunctionCall, ThoughtLogEntry
+
+RESERVED_EXTRA_KEYS: Final = frozenset({"model", "messages", "contents", "stream", "stream_options"})
+"""Body fields ``ChatRequest.extra`` may not set: the request itself says them (the model, the
+context in the Chat Completions and Gemini spellings, streaming and its usage report)."""
 
 
 class Role(str, enum.Enum):
@@ -116,6 +122,12 @@ class SamplerSettings:
     """``low``/``medium``/``high`` where the provider supports reasoning control."""
 
 
+def _no_reserved_keys(_: Any, __: Any, value: Mapping[str, Any]) -> None:
+    taken = sorted(RESERVED_EXTRA_KEYS.intersection(value))
+    if taken:
+        raise InputError(f"extra body fields cannot set {', '.join(taken)}: the request sets them")
+
+
 @attrs.frozen(kw_only=True)
 class ChatRequest:
     """A provider-neutral request."""
@@ -128,8 +140,10 @@ class ChatRequest:
     sampler: SamplerSettings = SamplerSettings()
     prefill: str | None = None
     """Assistant prefill: the reply continues this text."""
-    extra: Mapping[str, Any] = attrs.field(factory=dict)
-    """Provider-specific body fields added as is (``provider`` routing for OpenRouter, ...)."""
+    extra: Mapping[str, Any] = attrs.field(factory=dict, validator=_no_reserved_keys)
+    """Provider-specific body fields added as is (``provider`` routing for OpenRouter, ...); never
+    one of ``RESERVED_EXTRA_KEYS`` (``InputError``): an extra field cannot swap the model, the
+    context or the streaming the rest of the chain relies on."""
 
     @property
     def tool_names(self) -> frozenset[str]:
