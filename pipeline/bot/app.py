@@ -33,6 +33,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Final
 
@@ -44,49 +45,26 @@ from discord import app_commands
 from loguru import logger
 
 from rxcord import (
-    AnthropicAdapter,
     Candidate,
-    CustomAdapter,
-    GoogleAdapter,
     MissingCredentialError,
-    NvidiaAdapter,
-    OpenAIAdapter,
-    OpenRouterAdapter,
     RestSink,
-    SamplerSettings,
     StopKind,
     StreamConfig,
     StreamContext,
     TransportConfig,
     TurnResult,
-    fallback_order,
     run_turn,
 )
-from rxcord.bot.config import BotConfig, load_tools
+from rxcord.bot.admin import install_admin, reload
+from rxcord.bot.config import BotConfig, ModelSection, load_tools
 from rxcord.bot.limits import Limits
+from rxcord.bot.models import ADAPTERS, ModelChoices, ModelSet, model_keys, models_state_path
 from rxcord.compose import KeyCooldown
 from rxcord.discord import Answer, Answers, Permissions, RestSource, read_conversation
-from rxcord.providers import ProviderAdapter
 from rxcord.sinks import RateLimiter
 
 _log = logger.bind(stage="bot")
 
-ADAPTERS: Final[Mapping[str, Callable[[], ProviderAdapter]]] = {
-    "openai": OpenAIAdapter,
-    "openrouter": OpenRouterAdapter,
-    "google": GoogleAdapter,
-    "anthropic": AnthropicAdapter,
-    "nvidia": NvidiaAdapter,
-    "custom": CustomAdapter,
-}
-DEFAULT_KEY_VARIABLES: Final = {
-    "openai": "OPENAI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "google": "GEMINI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "nvidia": "NVIDIA_API_KEY",
-    "custom": "RXCORD_API_KEY",
-}
 DISCORD_API: Final = "https://discord.com/api/v10"
 _WEBHOOK_RE: Final = re.compile(r"/webhooks/(?P<id>\d+)/(?P<token>[^/?#]+)")
 _SHUTDOWN_GRACE: Final = 15.0
@@ -98,6 +76,9 @@ class Secrets:
 
     token: str = attrs.field(repr=False)
     api_keys: tuple[str, ...] = attrs.field(repr=False)
+    """The default model's keys."""
+    model_keys: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, repr=False)
+    """Every model's keys, by its ``/model`` name."""
     webhook_id: str | None = None
     webhook_token: str | None = attrs.field(default=None, repr=False)
 
@@ -107,10 +88,7 @@ def resolve_secrets(config: BotConfig, env: Mapping[str, str]) -> Secrets:
     token = env.get(config.discord.token_env, "")
     if not token:
         raise MissingCredentialError(config.discord.token_env)
-    names = config.provider.api_key_env or (DEFAULT_KEY_VARIABLES[config.provider.name],)
-    keys = tuple(env[name] for name in names if env.get(name))
-    if not keys:
-        raise MissingCredentialError(" or ".join(names))
+    keys = model_keys(config, env)
     webhook_id = webhook_token = None
     if config.persona is not None:
         url = env.get(config.persona.webhook_url_env, "")
@@ -118,7 +96,13 @@ def resolve_secrets(config: BotConfig, env: Mapping[str, str]) -> Secrets:
         if match is None:
             raise MissingCredentialError(config.persona.webhook_url_env)
         webhook_id, webhook_token = match.group("id"), match.group("token")
-    return Secrets(token=token, api_keys=keys, webhook_id=webhook_id, webhook_token=webhook_token)
+    return Secrets(
+        token=token,
+        api_keys=keys[config.default_model.label],
+        model_keys=keys,
+        webhook_id=webhook_id,
+        webhook_token=webhook_token,
+    )
 
 
 def answer_permissions(config: BotConfig) -> Permissions:
@@ -170,14 +154,23 @@ class RxcordBot:
         *,
         env: Mapping[str, str] | None = None,
         now: Callable[[], dt.datetime] | None = None,
+        config_path: str | Path | None = None,
     ) -> None:
         self.config = config
-        self.secrets = resolve_secrets(config, os.environ if env is None else env)
-        self.adapter = ADAPTERS[config.provider.name]()
-        models = [config.provider.model, *config.provider.fallback_models]
-        self.candidates: list[Candidate] = fallback_order(
-            self.adapter, models, self.secrets.api_keys, base_url=config.provider.base_url
-        )
+        self.config_path = Path(config_path) if config_path is not None else None
+        """The file ``/reload`` and SIGHUP read again (``None``: the bot was built from a config in code)."""
+        self._env = os.environ if env is None else env
+        self.secrets = resolve_secrets(config, self._env)
+        self.models = ModelSet.build(config, self.secrets.model_keys)
+        """The ``[[models]]``, each with its fallback order (swapped whole by a reload)."""
+        self.candidates: list[Candidate] = list(self.models.candidates(config.default_model.label))
+        """The default model's fallback order."""
+        self.adapter = self.candidates[0].adapter
+        self.choices = ModelChoices(models_state_path(config))
+        """What ``/model`` chose, per channel or everywhere (next to the limits' counters)."""
+        self.reloads: list[str | None] = []
+        """Each reload's outcome: ``None`` applied, else the one-line reason it was refused."""
+        self._reloading: asyncio.Future[str | None] | None = None
         self.cooldown = KeyCooldown(clock=time.monotonic)
         """Keys that failed for themselves (401/402/403), skipped across turns while it runs."""
         self.tools = load_tools(config.tools) if config.tools is not None else None
@@ -205,6 +198,7 @@ class RxcordBot:
         )
         self.tree = app_commands.CommandTree(self.client)
         self.answers.install(self.tree)
+        install_admin(self.tree, self)
 
     @property
     def turns(self) -> Mapping[int, Answer]:
@@ -221,7 +215,8 @@ class RxcordBot:
         return self.answers.finished
 
     def __repr__(self) -> str:
-        return f"RxcordBot(provider={self.config.provider.name!r}, model={self.config.provider.model!r})"
+        default = self.config.default_model
+        return f"RxcordBot(provider={default.provider!r}, model={default.model!r})"
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -249,8 +244,8 @@ class RxcordBot:
         _log.info(
             "bot ready as {name} ({provider}:{model}, {mode} delivery)",
             name=self.client.user.name if self.client.user else "?",
-            provider=self.config.provider.name,
-            model=self.config.provider.model,
+            provider=self.config.default_model.provider,
+            model=self.config.default_model.model,
             mode=self.config.delivery.mode.value,
         )
 
@@ -326,24 +321,25 @@ class RxcordBot:
 
     async def _answer(self, turn: Answer, message: discord.Message) -> TurnResult | None:
         assert self._sink is not None and self._source is not None
-        config = self.config
+        # One configuration for the whole answer: a reload meanwhile applies to the next ones.
+        config, models, tools = self.config, self.models, self.tools
+        selected = self.model_for(message.channel, models)
         me = self.client.user
         assert me is not None
         context = await read_conversation(
             message,
             me=me,
             limits=config.context,
-            vision=config.provider.vision,
+            vision=selected.vision,
             source=self._source,  # REST through the sink's rate limiter, not discord.py's
             assistant_ids=[self.secrets.webhook_id] if self.secrets.webhook_id else [],
         )
         request = context.request(
-            model=config.provider.model,
-            system=self._system_prompt(message, context.user_names, me.display_name),
-            tools=self.tools.specs if self.tools is not None else (),
-            sampler=SamplerSettings(
-                max_tokens=config.provider.max_tokens, temperature=config.provider.temperature
+            model=selected.model,  # each candidate sends its own model and parameters
+            system=self._system_prompt(
+                message, context.user_names, me.display_name, config=config, model=selected.model
             ),
+            tools=tools.specs if tools is not None else (),
         )
         stream_config = StreamConfig(
             delivery=config.delivery.mode,
@@ -363,16 +359,16 @@ class RxcordBot:
             n=len(context.messages),
         )
         result = await run_turn(
-            self.candidates,
+            models.candidates(selected.label),
             request,
             sink=self._sink,
             context=self._stream_context(message),
             config=stream_config,
             registry=turn.stops,  # this answer's own stop key: /stop reaches it alone
             session=self._session,
-            transport=TransportConfig(allow_private_network=config.provider.allow_private_network),
-            tool_handler=self.tools.handle if self.tools is not None else None,
-            max_rounds=self.config.tools.max_rounds if self.config.tools is not None else 0,
+            transport=TransportConfig(),  # each candidate carries its model's allow_private_network
+            tool_handler=tools.handle if tools is not None else None,
+            max_rounds=config.tools.max_rounds if config.tools is not None else 0,
             cooldown=self.cooldown,
             secrets=(self.secrets.token,),  # redacted by value, the text stream too (the sink hides it)
         )
@@ -383,6 +379,48 @@ class RxcordBot:
             n=len(result.result.messages),
         )
         return result
+
+    def model_for(self, channel: Any, models: ModelSet | None = None) -> ModelSection:
+        """The model answering in *channel*.
+
+        ``/model``'s choice for it (a thread: or its parent's), else the one chosen for every
+        channel, else the default (a choice no longer configured is ignored).
+        """
+        models = models or self.models
+        ids = [str(channel.id)]
+        parent = getattr(channel, "parent_id", None)
+        if parent is not None:
+            ids.append(str(parent))
+        return models.get(self.choices.chosen(ids)) or models.default
+
+    # -- reload ----------------------------------------------------------------------------------------
+
+    def apply(self, config: BotConfig) -> None:
+        """Run *config* from the next answer on (checked by ``rxcord.bot.admin.reload``).
+
+        Models, keys, permissions, limits and prices, prompt, context, delivery and tools swap at
+        once; running answers finish with what they started with.
+        """
+        secrets = resolve_secrets(config, self._env)
+        models = ModelSet.build(config, secrets.model_keys)
+        tools = load_tools(config.tools) if config.tools is not None else None
+        self.limits.retune(config.limits, config.prices)
+        self.secrets = attrs.evolve(self.secrets, api_keys=secrets.api_keys, model_keys=secrets.model_keys)
+        self.config, self.models, self.tools = config, models, tools
+        self.candidates = list(models.candidates(config.default_model.label))
+        self.adapter = self.candidates[0].adapter
+        self.answers.permissions = answer_permissions(config)
+        self.answers.candidates = tuple(self.candidates)
+        dropped = self.choices.keep_only(models.labels)
+        if dropped:
+            _log.warning(
+                "/model choices of {models} dropped: no such model any more", models=", ".join(dropped)
+            )
+
+    def reload_from_signal(self) -> None:
+        """SIGHUP: reload the config file (``rxcord bot`` installs this handler)."""
+        if not self._closing:
+            self._reloading = asyncio.ensure_future(reload(self))
 
     def _stream_context(self, message: discord.Message) -> StreamContext:
         channel = message.channel
@@ -411,7 +449,16 @@ class RxcordBot:
             channel_id=channel_id, guild_id=guild_id, reply_to_message_id=str(message.id), locale=locale
         )
 
-    def _system_prompt(self, message: discord.Message, user_names: tuple[str, ...], bot_name: str) -> str:
+    def _system_prompt(
+        self,
+        message: discord.Message,
+        user_names: tuple[str, ...],
+        bot_name: str,
+        *,
+        config: BotConfig | None = None,
+        model: str | None = None,
+    ) -> str:
+        config = config or self.config
         now = self._now()
         channel_name = getattr(message.channel, "name", None) or "direct messages"
         values = {
@@ -421,9 +468,9 @@ class RxcordBot:
             "user_name": message.author.display_name,
             "user_names": ", ".join(user_names) or message.author.display_name,
             "channel_name": channel_name,
-            "model": self.config.provider.model,
+            "model": model or config.default_model.model,
         }
-        return self.config.prompt.system.format_map(values)
+        return config.prompt.system.format_map(values)
 
     async def _webhook_channel_id(self, base: str) -> str | None:
         assert self._session is not None and self.secrets.webhook_id and self.secrets.webhook_token

@@ -15,6 +15,8 @@ __all__ = (
     "LimitsSection",
     "LoadedTools",
     "ModelPrice",
+    "ModelSection",
+    "OpenRouterRouting",
     "Permissions",
     "PersonaSection",
     "PromptSection",
@@ -33,13 +35,13 @@ import string
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
-from rxcord import ConfigError, DeliveryMode, FunctionCall, InputError, ToolSpec
+from rxcord import ChatRequest, ConfigError, DeliveryMode, FunctionCall, InputError, ToolSpec
 from rxcord.discord import ContextLimits
 from rxcord.providers import SsrfRefusedError, endpoint_url, precheck
 from rxcord.sinks import TableStyle
@@ -47,6 +49,13 @@ from rxcord.sinks import TableStyle
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
 LIMITS_STATE_FILE: Final = "rxcord-limits.sqlite3"
 """The limits' counters file, next to the config file unless ``[limits] state_file`` says otherwise."""
+MODELS_STATE_FILE: Final = "rxcord-models.json"
+"""The ``/model`` choices, in the limits' counters' folder (``rxcord.bot.models``)."""
+EFFORTS: Final = ("minimal", "low", "medium", "high")
+_CREDENTIAL_KEYS: Final = frozenset(
+    {"api_key", "apikey", "key", "token", "access_token", "authorization", "password", "secret"}
+)
+"""``extra_body`` keys refused: a credential there would be a secret in the file."""
 PLACEHOLDERS: Final = frozenset(
     {"date", "time", "bot_name", "user_name", "user_names", "channel_name", "model"}
 )
@@ -128,6 +137,102 @@ class ProviderSection:
     the offline demo): the SSRF guard's opt-out. Cloud metadata addresses stay refused."""
     max_tokens: int | None = None
     temperature: float | None = None
+
+    def as_models(self) -> tuple[ModelSection, ...]:
+        """The shorthand as ``[[models]]``: the model (the default), then each fallback model."""
+        shared: dict[str, Any] = {
+            "provider": self.name,
+            "api_key_env": self.api_key_env,
+            "base_url": self.base_url,
+            "allow_private_network": self.allow_private_network,
+            "vision": self.vision,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        first = ModelSection(model=self.model, default=True, **shared)
+        return (first, *(ModelSection(model=model, **shared) for model in self.fallback_models))
+
+
+def _optional_positive(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None:
+        _positive(_, attribute, value)
+
+
+def _choice(*allowed: str) -> Callable[[Any, attrs.Attribute[Any], str | None], None]:
+    def check(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and value not in allowed:
+            raise _FieldError(attribute, f"must be one of {', '.join(allowed)}, got {value!r}")
+
+    return check
+
+
+def _label(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    # What /model shows and autocompletes: Discord's choices take 1 to 100 characters.
+    if value is not None and not 1 <= len(value.strip()) <= 100:
+        raise _FieldError(attribute, "must be 1 to 100 characters")
+
+
+@attrs.frozen(kw_only=True)
+class OpenRouterRouting:
+    """``routing`` of an OpenRouter model: sent as the body's ``provider`` object."""
+
+    order: tuple[str, ...] = ()
+    """Providers to try first, in order (``["DeepInfra", "Together"]``)."""
+    only: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    allow_fallbacks: bool | None = None
+    require_parameters: bool | None = None
+    data_collection: str | None = attrs.field(default=None, validator=_choice("allow", "deny"))
+    sort: str | None = attrs.field(default=None, validator=_choice("price", "throughput", "latency"))
+
+    def body(self) -> dict[str, Any]:
+        """The ``provider`` object: only what is set."""
+        fields = attrs.asdict(self, recurse=False)
+        return {
+            key: list(v) if isinstance(v, tuple) else v for key, v in fields.items() if v not in ((), None)
+        }
+
+
+@attrs.frozen(kw_only=True)
+class ModelSection:
+    """``[[models]]``: one model the bot answers with; ``/model`` switches between them.
+
+    The per-model parameters go into that model's request body only; when this model fails
+    before anything was delivered, the next ``[[models]]`` entry (in file order) is tried with
+    its own parameters.
+    """
+
+    name: str | None = attrs.field(default=None, validator=_label)
+    """What ``/model`` lists (default: ``model``); unique in the file."""
+    provider: str = attrs.field(validator=_provider_name)
+    model: str
+    default: bool = False
+    """The model answering where ``/model`` chose none (at most one; none: the first entry)."""
+    api_key_env: tuple[str, ...] = attrs.field(default=(), validator=_env_names)
+    """Environment variables holding the API keys, in fallback order (default: the provider's usual one)."""
+    base_url: str | None = None
+    allow_private_network: bool = False
+    """Let ``base_url`` reach 127.0.0.1 or a private network (the SSRF guard's opt-out)."""
+    vision: bool = False
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
+    temperature: float | None = None
+    reasoning_effort: str | None = attrs.field(default=None, validator=_choice(*EFFORTS))
+    routing: OpenRouterRouting | None = None
+    """OpenRouter's provider routing (``provider = "openrouter"`` only)."""
+    extra_body: dict[str, Any] = attrs.field(factory=dict)
+    """Fields merged into this model's request body; never ``model``, ``messages`` or ``stream``."""
+
+    @property
+    def label(self) -> str:
+        """The name ``/model`` shows."""
+        return (self.name or self.model).strip()
+
+    def body_extra(self) -> dict[str, Any]:
+        """What this model adds to its request body: ``extra_body``, and ``routing`` as ``provider``."""
+        extra = dict(self.extra_body)
+        if self.routing is not None:
+            extra["provider"] = self.routing.body()
+        return extra
 
 
 @attrs.frozen(kw_only=True)
@@ -298,9 +403,10 @@ class ScaleSection:
 
 @attrs.frozen(kw_only=True)
 class BotConfig:
-    """The whole file."""
+    """The whole file: ``[[models]]``, or its one-model shorthand ``[provider]``."""
 
-    provider: ProviderSection
+    provider: ProviderSection | None = None
+    models: tuple[ModelSection, ...] = ()
     discord: DiscordSection = DiscordSection()
     prompt: PromptSection = PromptSection()
     delivery: DeliverySection = DeliverySection()
@@ -312,6 +418,23 @@ class BotConfig:
     limits: LimitsSection = LimitsSection()
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
     scale: ScaleSection = ScaleSection()
+
+    def __attrs_post_init__(self) -> None:
+        if (self.provider is None) == (not self.models):
+            raise ConfigError("a bot configuration needs [[models]] or the [provider] shorthand, not both")
+
+    @property
+    def all_models(self) -> tuple[ModelSection, ...]:
+        """Every model the bot may answer with, in fallback order (``[provider]`` expanded)."""
+        if self.provider is not None:
+            return self.provider.as_models()
+        return self.models
+
+    @property
+    def default_model(self) -> ModelSection:
+        """The ``default = true`` model, else the first."""
+        models = self.all_models
+        return next((m for m in models if m.default), models[0])
 
 
 def _converter() -> cattrs.Converter:
@@ -387,6 +510,11 @@ def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    if ("provider" in raw) == ("models" in raw):
+        message = "use [[models]] tables or the one-model [provider] shorthand, not both"
+        if "provider" not in raw:
+            message = "is required: [[models]] tables (or the one-model [provider] shorthand)"
+        raise ConfigError(_where(source, text, ("provider",) if "provider" in raw else ("models",), message))
     unknown = _first_unknown(raw, BotConfig, ())
     if unknown is not None:
         raise ConfigError(_where(source, text, unknown, "unknown key"))
@@ -395,22 +523,67 @@ def parse_config(text: str, *, source: str = "<config>") -> BotConfig:
     except (ClassValidationError, IterableValidationError) as exc:
         path, message = _first_error(exc, ())
         raise ConfigError(_where(source, text, path, message)) from None
+    found = _models_problem(config)
+    if found is not None:
+        raise ConfigError(_where(source, text, *found))
     if config.tools is not None:
         try:
             load_tools(config.tools)
         except ValueError as exc:
             raise ConfigError(_where(source, text, ("tools", "module"), str(exc))) from None
-    if config.provider.name == "custom" and not config.provider.base_url:
-        raise ConfigError(
-            _where(source, text, ("provider", "base_url"), "is required for the custom provider")
-        )
-    problem = _base_url_problem(config.provider)
-    if problem is not None:
-        raise ConfigError(_where(source, text, ("provider", "base_url"), problem))
+    if config.provider is not None:
+        if config.provider.name == "custom" and not config.provider.base_url:
+            raise ConfigError(
+                _where(source, text, ("provider", "base_url"), "is required for the custom provider")
+            )
+        problem = _base_url_problem(config.provider, "[provider]")
+        if problem is not None:
+            raise ConfigError(_where(source, text, ("provider", "base_url"), problem))
     return config
 
 
-def _base_url_problem(section: ProviderSection) -> str | None:
+Path_: TypeAlias = tuple[str | int, ...]
+"""A key's path in the file; an int is a ``[[models]]`` table's number (from 1)."""
+
+
+def _models_problem(config: BotConfig) -> tuple[Path_, str] | None:
+    """The first ``[[models]]`` entry the bot cannot use, and why (``[provider]`` is checked apart)."""
+    seen: set[str] = set()
+    defaults = 0
+    for number, model in enumerate(config.models, start=1):
+        at: Path_ = ("models", number)
+        if model.label in seen:
+            return (*at, "name"), f"{model.label!r} names two models (give each a unique name)"
+        seen.add(model.label)
+        defaults += model.default
+        if defaults > 1:
+            return (*at, "default"), "only one model can be the default"
+        problem = _model_problem(model)
+        if problem is not None:
+            return (*at, problem[0]), problem[1]
+    return None
+
+
+def _model_problem(model: ModelSection) -> tuple[str, str] | None:
+    if model.provider == "custom" and not model.base_url:
+        return "base_url", "is required for the custom provider"
+    if model.routing is not None and model.provider != "openrouter":
+        return "routing", f"is OpenRouter's provider routing; this model's provider is {model.provider}"
+    if model.routing is not None and "provider" in model.extra_body:
+        return "extra_body", "sets provider and so does routing: keep one"
+    credential = sorted(key for key in model.extra_body if key.lower() in _CREDENTIAL_KEYS)
+    if credential:
+        # The value is not echoed: it may be the secret itself.
+        return "extra_body", f"{credential[0]} looks like a credential (secrets never go in the file)"
+    try:
+        ChatRequest(model=model.model, extra=model.body_extra())  # the one rule on extra fields
+    except InputError as exc:
+        return "extra_body", str(exc)
+    problem = _base_url_problem(model, "this [[models]] table")
+    return ("base_url", problem) if problem is not None else None
+
+
+def _base_url_problem(section: ProviderSection | ModelSection, table: str) -> str | None:
     """Why ``[provider] base_url`` cannot be used, judged as the transport will judge it.
 
     A malformed URL, and an IP literal the SSRF guard refuses (loopback or private without
@@ -433,7 +606,7 @@ def _base_url_problem(section: ProviderSection) -> str | None:
         if exc.address == "-":
             return f"{reason}; {exc.hint}" if exc.hint else reason
         if not opted_out and _passes(host, allow_private_network=True):
-            return f"{reason}; a local or private server needs allow_private_network = true in [provider]"
+            return f"{reason}; a local or private server needs allow_private_network = true in {table}"
         return f"{reason}; not allowed even with allow_private_network = true"
     return None
 
@@ -446,11 +619,21 @@ def _passes(host: str, *, allow_private_network: bool) -> bool:
     return True
 
 
-def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: tuple[str, ...]) -> tuple[str, ...] | None:
+def _first_unknown(raw: Mapping[str, Any], cls: type[Any], path: Path_) -> Path_ | None:
     fields = {field.name: field for field in attrs.fields(cls)}
     for key, value in raw.items():
         if key not in fields:
             return (*path, key)
+        if cls is BotConfig and key == "models" and isinstance(value, list):
+            for number, entry in enumerate(value, start=1):
+                found = (
+                    _first_unknown(entry, ModelSection, (*path, key, number))
+                    if isinstance(entry, Mapping)
+                    else None
+                )
+                if found is not None:
+                    return found
+            continue
         sub = _attrs_class(fields[key].type)
         if sub is not None and isinstance(value, Mapping):
             found = _first_unknown(value, sub, (*path, key))
@@ -473,17 +656,22 @@ def _attrs_class(annotation: Any) -> type[Any] | None:
         "ContextLimits": ContextLimits,
         "LimitsSection": LimitsSection,
         "ScaleSection": ScaleSection,
+        "OpenRouterRouting": OpenRouterRouting,
     }
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
     return names.get(text.split(" | ")[0].strip())
 
 
-def _first_error(exc: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+def _first_error(exc: BaseException, path: Path_) -> tuple[Path_, str]:
     """The path and message of the first leaf error in a cattrs exception tree."""
     if isinstance(exc, ClassValidationError | IterableValidationError):
         for sub in exc.exceptions:
-            note = _note_name(sub)
-            return _first_error(sub, (*path, note) if note else path)
+            note: str | int | None = _note_name(sub)
+            if note is None and isinstance(sub, ClassValidationError):
+                # A table in an array of tables (``[[models]]``): its number, from 1.
+                index = _note_index(sub)
+                note = index + 1 if index is not None else None
+            return _first_error(sub, (*path, note) if note is not None else path)
     if isinstance(exc, ForbiddenExtraKeysError):
         return (*path, sorted(exc.extra_fields)[0]), "unknown key"
     field = getattr(exc, "field", None)
@@ -495,6 +683,14 @@ def _first_error(exc: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, 
     if isinstance(exc, ValueError | TypeError):
         return path, str(exc)
     return path, f"{type(exc).__name__}: {exc}"
+
+
+def _note_index(exc: BaseException) -> int | None:
+    for note in getattr(exc, "__notes__", ()):
+        index = getattr(note, "index", None)
+        if isinstance(index, int):
+            return index
+    return None
 
 
 def _note_name(exc: BaseException) -> str | None:
@@ -510,9 +706,17 @@ def _note_name(exc: BaseException) -> str | None:
     return None
 
 
-def _where(source: str, text: str, path: tuple[str, ...], message: str) -> str:
-    key = ".".join(part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else f'"{part}"' for part in path)
-    line = _line_of(text, path)
+def _where(source: str, text: str, path: Path_, message: str) -> str:
+    key = ".".join(
+        part if re.fullmatch(r"[A-Za-z0-9_\-]+", part) else f'"{part}"'
+        for part in path
+        if isinstance(part, str)
+    )
+    for part in path:  # models[2].temperature: the second [[models]] table
+        if isinstance(part, int):
+            head, _, rest = key.partition(".")
+            key = f"{head}[{part}]" + (f".{rest}" if rest else "")
+    line = _model_line(text, path) if len(path) > 1 and isinstance(path[1], int) else _line_of(text, path)
     at = f"{source}:{line}" if line else source
     return f"{at}: {key}: {message}"
 
@@ -527,12 +731,46 @@ def _dotted_keys(text: str) -> tuple[str, ...]:
     )
 
 
-def _line_of(text: str, path: tuple[str, ...]) -> int | None:
+def _model_line(text: str, path: Path_) -> int | None:
+    """The line of a key in the n-th ``[[models]]`` table (its header when the key is not written)."""
+    number, keys = path[1], tuple(str(part) for part in path[2:])
+    count, inside = 0, False
+    header: int | None = None
+    table: tuple[str, ...] = ()
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if re.fullmatch(r"\[\[\s*models\s*\]\]\s*(#.*)?", stripped):
+            count += 1
+            inside, table = count == number, ()
+            header = line_number if inside else header
+            continue
+        sub = re.fullmatch(r"\[\s*models\.([A-Za-z0-9_\-]+)\s*\]\s*(#.*)?", stripped)
+        if sub:
+            table = (sub.group(1),)
+            if inside and keys == table:
+                return line_number
+            continue
+        if stripped.startswith("["):
+            inside = False
+            continue
+        match = re.match(r"([A-Za-z0-9_.\-\"' ]+?)\s*=", stripped)
+        if inside and match:
+            written = tuple(part.strip().strip("\"'") for part in match.group(1).split("."))
+            if (*table, *written) == keys[: len(table) + len(written)] and written:
+                return line_number
+    return header
+
+
+def _line_of(text: str, path: Path_) -> int | None:
     """The line where *path* is set (``[table]`` headers and ``key =`` lines), best effort."""
     table: tuple[str, ...] = ()
-    header_line: dict[tuple[str, ...], int] = {}
+    header_line: dict[Path_, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
+        array = re.fullmatch(r"\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]\s*(#.*)?", stripped)
+        if array:  # [[models]]: its keys are not top-level keys (its own lines: _model_line)
+            table = _dotted_keys(array.group(1))
+            continue
         header = re.fullmatch(r"\[\s*((?:[A-Za-z0-9_.\- ]|\"[^\"]*\"|'[^']*')+?)\s*\]\s*(#.*)?", stripped)
         if header:
             table = _dotted_keys(header.group(1))

@@ -102,6 +102,9 @@ class CounterStore(Protocol):
     async def settle(self, ask: Ask, charge: Charge, now: float) -> None:
         """Release the leases of *ask* and add *charge* to the day's counters at *now*."""
 
+    def retune(self, limits: LimitsSection) -> None:
+        """Check the next asks against *limits* (a reload); what was counted stays."""
+
     async def close(self) -> None:
         """Release the connection."""
 
@@ -158,6 +161,10 @@ class SqliteCounters:
     async def settle(self, ask: Ask, charge: Charge, now: float) -> None:
         """One transaction: drop the lease, add the tokens and the cost to the day's rows."""
         await self._run(self._settle, ask, charge, now)
+
+    def retune(self, limits: LimitsSection) -> None:
+        """The caps of the next admits (``Limits.retune``)."""
+        self._limits = limits
 
     async def close(self) -> None:
         """Close the file after the pending statements."""
@@ -356,6 +363,10 @@ class RedisCounters:
         user_leases, channel_leases, user_day, guild_day = self._keys(ask, int(now // 86_400))
         keys = [user_leases, channel_leases, user_day, guild_day]
         await self._settle_script(keys=keys, args=[ask.lease, charge.tokens, charge.cost or 0.0, _DAY_TTL])
+
+    def retune(self, limits: LimitsSection) -> None:
+        """The caps of the next admits (``Limits.retune``)."""
+        self._limits = limits
 
     async def close(self) -> None:
         """Close the connection pool."""

@@ -222,6 +222,12 @@ class Limits:
         """``Admission.settle``: always called for an admitted message."""
         await self.release(str(message.id), result)
 
+    def retune(self, limits: LimitsSection, prices: Mapping[str, ModelPrice]) -> None:
+        """A reload's caps and prices: the next admit uses them; counters and leases stay as they are."""
+        self.limits = limits
+        self.prices = dict(prices)
+        self._store.retune(limits)
+
     async def close(self) -> None:
         """Close the counters' store."""
         await self._store.close()

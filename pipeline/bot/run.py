@@ -7,8 +7,9 @@ __all__ = ("bot_command", "serve_bot")
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Final
 
 from loguru import logger
 
@@ -16,16 +17,26 @@ from rxcord import InputError, MissingCredentialError
 from rxcord.bot.config import BotConfig, load_config
 from rxcord.bot.runtime import restore_collector, tuned_collector
 
+_SIGHUP: Final = getattr(signal, "SIGHUP", None)
 
-async def serve_bot(config: BotConfig, *, ready: Callable[[], object] | None = None) -> None:
-    """Run the bot until SIGINT or SIGTERM, then shut it down gracefully."""
+
+async def serve_bot(
+    config: BotConfig,
+    *,
+    ready: Callable[[], object] | None = None,
+    config_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Run the bot until SIGINT or SIGTERM, then shut it down gracefully; SIGHUP reloads *config_path*."""
     from rxcord.bot.app import RxcordBot
 
-    bot = RxcordBot(config)
+    bot = RxcordBot(config, config_path=config_path, env=env)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if _SIGHUP is not None:  # not on Windows
+        loop.add_signal_handler(_SIGHUP, bot.reload_from_signal)
     previous = None
     try:
         await bot.start()
@@ -44,6 +55,8 @@ async def serve_bot(config: BotConfig, *, ready: Callable[[], object] | None = N
         await bot.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        if _SIGHUP is not None:
+            loop.remove_signal_handler(_SIGHUP)
 
 
 def bot_command(
@@ -64,7 +77,7 @@ def bot_command(
         logger.enable("rxcord")
         if not verbose:
             logger.add(sys.stderr, level="INFO", filter="rxcord")
-        asyncio.run(serve_bot(config, ready=lambda: write("bot ready")))
+        asyncio.run(serve_bot(config, ready=lambda: write("bot ready"), config_path=Path(config_path)))
     except (InputError, MissingCredentialError) as exc:
         write(f"rxcord bot: {exc}")
         return 2
