@@ -26,6 +26,8 @@ _EXPORTS = {
     "ContextLimits": "rxcord.discord.conversation",
     "Conversation": "rxcord.discord.conversation",
     "DiscordPySource": "rxcord.discord.discordpy",
+    "ImageFetcher": "rxcord.discord.images",
+    "ImageReader": "rxcord.discord.conversation",
     "Interrupt": "rxcord.discord.answers",
     "MessageSource": "rxcord.discord.conversation",
     "Permissions": "rxcord.discord.permissions",
@@ -46,9 +48,11 @@ if TYPE_CHECKING:
     from rxcord.discord.conversation import ChatLine as ChatLine
     from rxcord.discord.conversation import ContextLimits as ContextLimits
     from rxcord.discord.conversation import Conversation as Conversation
+    from rxcord.discord.conversation import ImageReader as ImageReader
     from rxcord.discord.conversation import MessageSource as MessageSource
     from rxcord.discord.conversation import build_conversation as build_conversation
     from rxcord.discord.conversation import read_conversation as read_conversation
     from rxcord.discord.discordpy import DiscordPySource as DiscordPySource
+    from rxcord.discord.images import ImageFetcher as ImageFetcher
     from rxcord.discord.permissions import Permissions as Permissions
     from rxcord.discord.sources import RestSource as RestSource

@@ -10,8 +10,10 @@ earlier messages; a user's back-to-back messages are one turn (``rxcord.discord.
 * everyone else's as ``user``, prefixed ``[Alice, id 123]: `` — the display name *and* the
   user id, the name stripped of brackets, so a member nicknamed "Bob" cannot pass as the
   real Bob (adapters send no per-message name); the bot's mention removed;
-* images as ``ImagePart`` s (by URL) for vision models, text attachments inline (each read
-  through a capped read), other files named in a note.
+* images as ``ImagePart`` s for vision models: inline, downloaded by an ``ImageReader``
+  (``rxcord.discord.images.ImageFetcher``: Discord's hosts, a size cap, the SSRF guard; a
+  refused image is named in a note), or by URL without one; text attachments inline (each
+  read through a capped read), other files named in a note.
 
 The context is bounded by ``ContextLimits`` (a message count, a character budget, an image
 count, a per-attachment size), kept from the newest message back; whatever was left out is
@@ -27,9 +29,11 @@ __all__ = (
     "ChatLine",
     "ContextLimits",
     "Conversation",
+    "ImageReader",
     "MessageSource",
     "build_conversation",
     "read_conversation",
+    "read_images",
     "read_texts",
     "speaker_label",
 )
@@ -97,6 +101,10 @@ class ContextLimits:
     """Characters of text sent, kept from the newest message back."""
     max_images: int = attrs.field(default=4, validator=_non_negative)
     """Images sent to a vision model, the newest first."""
+    max_image_bytes: int = attrs.field(default=3_000_000, validator=_non_negative)
+    """Per image downloaded for a vision model; a larger one is not sent, with a note. 3 MB keeps
+    four images inline (base64: a third more) under Gemini's 20 MB request and within
+    Anthropic's 5 MB per image."""
     max_attachment_chars: int = attrs.field(default=20_000, validator=_non_negative)
     """Per text attachment; longer ones are cut, with a note."""
     back_to_back_seconds: int = attrs.field(default=60, validator=_non_negative)
@@ -208,6 +216,14 @@ class MessageSource(Protocol):
         ...
 
 
+class ImageReader(Protocol):
+    """Downloads an image attachment for a vision model (``rxcord.discord.images.ImageFetcher``)."""
+
+    async def image(self, attachment: Attachment) -> ImagePart | str:
+        """The attachment as an inline ``ImagePart``, or why it is not sent (a short reason)."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class Conversation:
     """What goes to the model for one answer."""
@@ -274,6 +290,8 @@ class _Tally:
 
     older: int = 0
     images: int = 0
+    refused_images: list[str] = attrs.field(factory=list)
+    """``name (reason)`` of each image a reader refused."""
     cut_files: list[str] = attrs.field(factory=list)
     unread_files: list[str] = attrs.field(factory=list)
     other_files: list[str] = attrs.field(factory=list)
@@ -315,6 +333,8 @@ def _left_out_notes(limits: ContextLimits, *, vision: bool, tally: _Tally) -> li
             "this model reads no images" if not vision else f"at most {limits.max_images} images are sent"
         )
         notes.append(f"{tally.images} image attachment(s) were left out ({reason}).")
+    if tally.refused_images:
+        notes.append(f"Image(s) not sent: {', '.join(tally.refused_images)}.")
     if tally.cut_files:
         notes.append(
             f"Text attachment(s) {', '.join(tally.cut_files)} were cut at "
@@ -327,39 +347,33 @@ def _left_out_notes(limits: ContextLimits, *, vision: bool, tally: _Tally) -> li
     return notes
 
 
-def _images(line: ChatLine, *, vision: bool, room: int, tally: _Tally) -> list[ImagePart]:
-    """The line's images a vision model gets (at most *room*); the others are counted as left out."""
+def _images(
+    line: ChatLine, *, vision: bool, room: int, tally: _Tally, read: Mapping[str, ImagePart | str] | None
+) -> tuple[list[ImagePart], int]:
+    """The line's images a vision model gets, and the slots of *room* they took.
+
+    With *read* (the downloads, by URL) an image not in it was beyond the count, and a refused
+    one takes its slot (``read_images`` picked the same images), named in the notes.
+    """
     images: list[ImagePart] = []
+    used = 0
     for attachment in line.attachments:
         if not attachment.is_image:
             continue
-        if vision and len(images) < room:
-            images.append(ImagePart(mime_type=attachment.kind, url=attachment.url))
-        else:
+        got = (
+            read.get(attachment.url)
+            if read is not None
+            else ImagePart(mime_type=attachment.kind, url=attachment.url)
+        )
+        if not vision or used >= room or got is None:
             tally.images += 1
-    return images
-
-
-def _one_turn_per_speaker(messages: list[Message], labels: list[str | None]) -> list[Message]:
-    """Consecutive user messages of one speaker (back-to-back messages) as one turn, labelled once.
-
-    Every provider then sees alternating turns, and the model reads "look at this:" and the
-    question after it as one thing said.
-    """
-    merged: list[Message] = []
-    previous: str | None = None
-    for message, label in zip(messages, labels, strict=True):
-        if label is None or label != previous or not merged:
-            merged.append(message)
-            previous = label
             continue
-        first, *images = message.content
-        text = first.text.removeprefix(f"{label}: ") if isinstance(first, TextPart) else ""
-        last = merged[-1]
-        head, *earlier_images = last.content
-        joined = f"{head.text}\n\n{text}" if isinstance(head, TextPart) else text
-        merged[-1] = Message(role=Role.USER, content=(TextPart(joined), *earlier_images, *images))
-    return merged
+        used += 1
+        if isinstance(got, str):
+            tally.refused_images.append(f"{attachment.filename} ({got})")
+        else:
+            images.append(got)
+    return images, used
 
 
 def build_conversation(
@@ -370,6 +384,7 @@ def build_conversation(
     vision: bool = False,
     texts: Mapping[str, str | None] | None = None,
     truncated_before: bool = False,
+    images: Mapping[str, ImagePart | str] | None = None,
 ) -> Conversation:
     """Turn *lines* (oldest first) into the model's messages, within the limits.
 
@@ -380,6 +395,8 @@ def build_conversation(
         vision: Whether images are sent.
         texts: The text of text attachments by URL (read by the caller; ``None``: unreadable).
         truncated_before: Older messages exist that were not fetched.
+        images: The downloaded images by URL, or why each was refused (``read_images``);
+            ``None``: images go by URL.
 
     Returns:
         The conversation; its notes say what was left out.
@@ -391,8 +408,6 @@ def build_conversation(
     budget = limits.max_chars
     images_left = limits.max_images
     kept: list[Message] = []
-    labels: dict[int, str] = {}
-    """A user message's speaker label, by its index in ``kept`` (newest first)."""
     names: list[str] = []
     window = list(lines)[-limits.max_messages :]
     tally.older = len(lines) - len(window) + (1 if truncated_before else 0)
@@ -411,13 +426,11 @@ def build_conversation(
         if assistant:
             kept.append(Message(role=Role.ASSISTANT, content=(TextPart(content),)))
             continue
-        images = _images(line, vision=vision, room=images_left, tally=tally)
-        images_left -= len(images)
-        kept.append(Message(role=Role.USER, content=(TextPart(content), *images)))
-        labels[len(kept) - 1] = speaker_label(line)
+        parts, used = _images(line, vision=vision, room=images_left, tally=tally, read=images)
+        images_left -= used
+        kept.append(Message(role=Role.USER, content=(TextPart(content), *parts)))
         names.append(line.author_name)
     kept.reverse()
-    kept = _one_turn_per_speaker(kept, [labels.get(len(kept) - 1 - i) for i in range(len(kept))])
     notes += _left_out_notes(limits, vision=vision, tally=tally)
     unique = tuple(dict.fromkeys(reversed(names)))
     return Conversation(messages=tuple(kept), notes=tuple(notes), user_names=unique)
@@ -435,6 +448,25 @@ async def read_texts(
     return texts
 
 
+async def read_images(
+    lines: Sequence[ChatLine], reader: ImageReader, limits: ContextLimits, *, assistant_ids: Iterable[str]
+) -> dict[str, ImagePart | str]:
+    """The images ``build_conversation`` would send, downloaded once each (at most ``max_images``).
+
+    The same pick as the builder's: the window's user messages, newest first, each one's
+    images in order, so no image is downloaded that the context would not hold by count.
+    """
+    mine = {str(i) for i in assistant_ids}
+    wanted: dict[str, Attachment] = {}
+    for line in reversed(list(lines)[-limits.max_messages :]):
+        if line.author_id in mine:
+            continue
+        for attachment in line.attachments:
+            if attachment.is_image and len(wanted) < limits.max_images:
+                wanted.setdefault(attachment.url, attachment)
+    return {url: await reader.image(attachment) for url, attachment in wanted.items()}
+
+
 async def read_conversation(
     message: discord.Message,
     *,
@@ -443,6 +475,7 @@ async def read_conversation(
     vision: bool = False,
     source: MessageSource | None = None,
     assistant_ids: Iterable[int | str] = (),
+    images: ImageReader | None = None,
 ) -> Conversation:
     """The conversation that ends with a discord.py *message*, ready for the model.
 
@@ -454,6 +487,8 @@ async def read_conversation(
         source: Where earlier messages are read (default: the message's own client, through
             discord.py).
         assistant_ids: More authors whose messages are the assistant's (a persona webhook).
+        images: Downloads images for a vision model, sent inline (``ImageFetcher``); without
+            one they are sent by URL.
 
     Returns:
         The conversation, oldest first, with notes on what was left out.
@@ -470,6 +505,13 @@ async def read_conversation(
     thread = thread_starter(message)
     lines, more = await collect(trigger, source, limits, assistant_ids=mine, thread=thread, dm=is_dm(message))
     texts = await read_texts(lines, source, limits.max_attachment_chars)
+    read = await read_images(lines, images, limits, assistant_ids=mine) if vision and images else None
     return build_conversation(
-        lines, assistant_ids=mine, limits=limits, vision=vision, texts=texts, truncated_before=more
+        lines,
+        assistant_ids=mine,
+        limits=limits,
+        vision=vision,
+        texts=texts,
+        truncated_before=more,
+        images=read,
     )
