@@ -42,7 +42,7 @@ async def test_a_dm_that_replies_to_nothing_continues_the_dm(world: World) -> No
 
 
 @pytest.mark.timeout(120)
-async def test_back_to_back_messages_reach_the_model_as_one_turn(world: World) -> None:
+async def test_back_to_back_messages_reach_the_model_with_the_question(world: World) -> None:
     bot = await world.bot(world.config(mode="aggregated"))
     await world.say(GENERAL, "unrelated chatter", author=BOB, name="bob")
     await world.say(GENERAL, "look at this: 2 + 2")  # not addressed: no answer
@@ -50,4 +50,7 @@ async def test_back_to_back_messages_reach_the_model_as_one_turn(world: World) -
     await eventually(lambda: len(bot.finished) == 1, what="the answer")
     await idle(bot)
     assert len(world.provider.requests) == 1
-    assert _chat(world, 0) == [("user", f"[alice, id {ALICE}]: look at this: 2 + 2\n\nwhat is it? words=1")]
+    assert _chat(world, 0) == [
+        ("user", f"[alice, id {ALICE}]: look at this: 2 + 2"),
+        ("user", f"[alice, id {ALICE}]: what is it? words=1"),
+    ]

@@ -122,8 +122,7 @@ def test_the_budget_keeps_the_newest_and_says_what_was_left_out(
     count: int, size: int, max_messages: int
 ) -> None:
     limits = ContextLimits(max_messages=max_messages, max_chars=1000)
-    # Two speakers taking turns: one speaker's consecutive messages would be one turn.
-    lines = [_line(i, f"{i}:" + "x" * size, author=str(7 + i % 2)) for i in range(count)]
+    lines = [_line(i, f"{i}:" + "x" * size) for i in range(count)]
     context = build_conversation(lines, assistant_ids=[BOT], limits=limits, vision=False)
     kept = context.messages
     assert 1 <= len(kept) <= max_messages

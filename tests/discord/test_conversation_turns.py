@@ -7,8 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rxcord.core.request import Role
-from rxcord.discord import ChatLine, ContextLimits, build_conversation
+from rxcord.discord import ChatLine, ContextLimits
 from rxcord.discord.chain import collect
 from tests.discord.test_conversation import BOT, FakeSource
 
@@ -104,21 +103,6 @@ async def test_dm_history_is_bounded_by_the_context_limits() -> None:
     assert texts == [f"m{i}" for i in range(34, 40)]
     assert more
     assert source.handed_out <= 6 + 1  # one page of the room and one more, to know there is more
-
-
-def test_one_speakers_consecutive_lines_are_one_user_turn() -> None:
-    lines = [
-        _line(1, "look at this:"),
-        _line(2, "and this"),
-        _line(3, "nice", author=BOB),
-        _line(4, "what is it?"),
-    ]
-    context = build_conversation(lines, assistant_ids=[BOT])
-    assert [(m.role, m.text) for m in context.messages] == [
-        (Role.USER, f"[alice, id {ALICE}]: look at this:\n\nand this"),
-        (Role.USER, f"[bob, id {BOB}]: nice"),
-        (Role.USER, f"[alice, id {ALICE}]: what is it?"),
-    ]
 
 
 @settings(max_examples=60, deadline=None)
