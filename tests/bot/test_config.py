@@ -41,7 +41,9 @@ def test_the_example_config_loads() -> None:
     text = (resources.files("rxcord.bot") / "example.toml").read_text()
     config = parse_config(text)
     assert config.delivery.mode is DeliveryMode.EDIT
-    assert config.provider.api_key_env == ("OPENROUTER_API_KEY",)
+    assert [m.label for m in config.all_models] == ["r1", "mini"]
+    assert config.default_model.api_key_env == ("OPENROUTER_API_KEY",)
+    assert config.default_model.body_extra() == {"provider": {"allow_fallbacks": True}}
 
 
 @pytest.mark.parametrize(

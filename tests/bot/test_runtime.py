@@ -19,8 +19,11 @@ MINIMAL = '[provider]\nname = "openai"\nmodel = "m"\napi_key_env = ["K"]\n'
 class _FakeBot:
     """Starts, is closed at once, and notes the collector's thresholds while running."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, **_: Any) -> None:
         self.config = config
+
+    def reload_from_signal(self) -> None:
+        pass
 
     async def start(self) -> None:
         pass
