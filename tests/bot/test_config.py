@@ -108,5 +108,6 @@ def test_the_readme_config_is_a_valid_config() -> None:
     section = readme.split("## Run a bot", 1)[1]
     block = section.split("```toml\n", 1)[1].split("```", 1)[0]
     config = parse_config(block, source="README.md")
-    assert config.provider.name == "openrouter"
+    assert [(m.label, m.provider) for m in config.all_models] == [("r1", "openrouter"), ("mini", "openai")]
+    assert config.default_model.body_extra()["provider"] == {"order": ["DeepInfra"], "allow_fallbacks": False}
     assert config.delivery.mode is DeliveryMode.EDIT
