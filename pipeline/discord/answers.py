@@ -20,7 +20,14 @@ for an admitted message, whatever ended its answer.
 
 from __future__ import annotations
 
-__all__ = ("Admission", "Answer", "AnswerFn", "AnswerStops", "Answers", "Interrupt")
+__all__ = (
+    "Admission",
+    "Answer",
+    "AnswerFn",
+    "AnswerStops",
+    "Answers",
+    "Interrupt",
+)
 
 import asyncio
 import collections
@@ -397,10 +404,13 @@ class Answers:
         context = _context(message)
         answer.streaming = True
         if self.streamer is not None:
-            return await self.streamer.turn(self.candidates, request, context=context, registry=answer.stops)
-        return await run_turn(
-            self.candidates, request, sink=self._sink(), context=context, registry=answer.stops
-        )
+            result = await self.streamer.turn(
+                self.candidates, request, context=context, registry=answer.stops
+            )
+            return await _show_end(self.streamer.sink, context, result)
+        sink = self._sink()
+        result = await run_turn(self.candidates, request, sink=sink, context=context, registry=answer.stops)
+        return await _show_end(sink, context, result)
 
     def _system(self, message: discord.Message, bot_name: str) -> str:
         if callable(self.system_prompt):
@@ -418,6 +428,14 @@ class Answers:
 
             self.sink = DiscordPySink.for_client(self.client)
         return self.sink
+
+
+async def _show_end(sink: Any, context: StreamContext, result: TurnResult) -> TurnResult:
+    # A stopped, aborted or interrupted answer says so under its text (rxcord.discord.visible).
+    from rxcord.discord.visible import Markers, end_lines, show_end
+
+    ending = end_lines(result.result.status, (), Markers(), context.locale)
+    return await show_end(sink, context, result, ending)
 
 
 def _context(message: discord.Message) -> StreamContext:

@@ -127,6 +127,8 @@ async def test_kill_in_edit_mode_reports_the_messages_left_in_the_channel(world:
     assert turn is not None
     held = [m["id"] for m in world.bot_messages(GENERAL)]
     assert held and [m.message_id for m in turn.result.messages] == held
+    shown = world.bot_messages(GENERAL)[-1]["content"]
+    assert shown.startswith("Answer to slow: w0") and shown.endswith("\n-# ✂ aborted")  # cut, and says so
     assert turn.usage is not None and turn.usage.estimated and turn.usage.input_tokens > 0
 
 

@@ -38,7 +38,11 @@ class Harness:
     _connect: asyncio.Task[None] | None = None
 
     async def start(
-        self, *, permissions: Permissions | None = None, interrupt: Interrupt = Interrupt.ADDRESSED
+        self,
+        *,
+        permissions: Permissions | None = None,
+        interrupt: Interrupt = Interrupt.ADDRESSED,
+        delivery: rxcord.DeliveryMode = rxcord.DeliveryMode.LIVE,
     ) -> Answers:
         point_discord_py(self.emulator.base_url, self.emulator.gateway_url)
         intents = discord.Intents.default()
@@ -51,7 +55,7 @@ class Harness:
         streamer = rxcord.Streamer(
             sink=rxcord.DiscordPySink.for_client(client),
             transport=rxcord.TransportConfig(allow_private_network=True),
-            config=rxcord.StreamConfig(delivery=rxcord.DeliveryMode.LIVE),
+            config=rxcord.StreamConfig(delivery=delivery),
         )
         answers = Answers(client, candidates, streamer=streamer, permissions=permissions, interrupt=interrupt)
         answers.install(tree)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from loguru import logger
 
-from rxcord import StopKind, StreamStatus
+from rxcord import DeliveryMode, StopKind, StreamStatus
 from rxcord.discord import Answer, Interrupt, Permissions
 from tests.bot.conftest import ALICE, BOB, GENERAL, TESTING, eventually
 from tests.discord.harness import CAROL, Harness, harness
@@ -17,6 +18,11 @@ from tests.discord.harness import CAROL, Harness, harness
 async def world() -> AsyncIterator[Harness]:
     async with harness() as world:
         yield world
+
+
+def _replied(message: dict[str, Any]) -> str | None:
+    reference: dict[str, str] = message.get("message_reference") or {}
+    return reference.get("message_id")
 
 
 def _status(answer: Answer) -> StreamStatus:
@@ -128,10 +134,33 @@ async def test_kill_closes_the_running_stream_and_the_queued_answers_follow(worl
     await eventually(lambda: 0 in world.provider.closed_early, what="the provider to see the stream closed")
     second, third = list(answers.finished)[1:]
     assert (_status(second), _status(third)) == (StreamStatus.COMPLETED, StreamStatus.COMPLETED)
-    assert [m["content"] for m in world.bot_messages()][-2:] == [
-        "Answer to two words=2: w0 w1",
-        "Answer to three words=3: w0 w1 w2",
-    ]
-    held = [m["id"] for m in world.bot_messages() if m["content"].startswith("Answer to stall one")]
+    shown = {m["id"]: m["content"] for m in world.bot_messages()}
+    for answer, ending in ((second, "two words=2: w0 w1"), (third, "three words=3: w0 w1 w2")):
+        assert answer.result is not None
+        text = "\n\n".join(shown[m.message_id or ""] for m in answer.result.result.messages)
+        assert text.endswith(ending), text
+    assert second.result is not None and third.result is not None
+    assert (
+        second.result.result.messages[0].message_id < third.result.result.messages[0].message_id
+    )  # in order
+    held = [m["id"] for m in world.bot_messages() if _replied(m) == first.message_id]
     assert first.result is not None and [m.message_id for m in first.result.result.messages] == held
     assert all(m["content"] for m in world.bot_messages())
+
+
+@pytest.mark.timeout(120)
+async def test_after_kill_the_half_written_text_keeps_a_marker_and_the_result_lists_it(
+    world: Harness,
+) -> None:
+    world.provider.pace = 0.05  # the kill lands long before a second message is needed
+    await world.start(delivery=DeliveryMode.EDIT)
+    await world.say(f"{world.me} slow")
+    await eventually(lambda: bool(world.bot_messages()), what="the preview")
+    assert await world.command("kill") == "Aborted alice's answer."
+    await world.finished(1)
+    assert world.answers is not None
+    [answer] = world.answers.finished
+    assert _status(answer) is StreamStatus.KILLED and answer.result is not None
+    [shown] = world.bot_messages()
+    assert [m.message_id for m in answer.result.result.messages] == [shown["id"]]
+    assert shown["content"].startswith("Answer to slow: w0") and shown["content"].endswith("\n-# ✂ aborted")
