@@ -6,8 +6,7 @@ What it does, in the order a client sees it:
   is answered with HEARTBEAT_ACK (op 11).
 * IDENTIFY (op 2) with the bot token answers READY (the bot user, the guild as unavailable,
   a session id and ``resume_gateway_url`` = this gateway), then GUILD_CREATE for the guild with
-  its text channels, its roles (``@everyone`` and any created) and members (with the ``GUILDS``
-  intent). A wrong
+  its text channels, the ``@everyone`` role and members (with the ``GUILDS`` intent). A wrong
   token closes with 4004, a second IDENTIFY with 4005, an opcode before IDENTIFY with 4003, an
   unknown opcode with 4001, a frame that is not a JSON object (or over 4096 bytes) with 4002.
 * RESUME (op 6) is answered with INVALID_SESSION ``false``: sessions are not kept, the client
@@ -16,17 +15,24 @@ What it does, in the order a client sees it:
   updates are accepted and ignored.
 * Dispatches: MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE (``GUILD_MESSAGES`` /
   ``DIRECT_MESSAGES``), TYPING_START (the typing intents), THREAD_CREATE (``GUILDS``),
-  GUILD_MEMBER_ADD / UPDATE when a user first acts, is renamed or gets other roles
-  (``GUILD_MEMBERS``), GUILD_ROLE_CREATE / UPDATE (``GUILDS``), INTERACTION_CREATE (always), each
+  GUILD_MEMBER_ADD / UPDATE when a user first acts or is renamed (``GUILD_MEMBERS``),
+  INTERACTION_CREATE (always), each
   with ``s`` increasing by one per connection. Without the ``MESSAGE_CONTENT`` intent, content,
   embeds, attachments and components are blanked except in DMs, the bot's own messages and
   messages that mention the bot (Discord's rule). Ephemeral messages are never dispatched.
+* Sharding: IDENTIFY's ``shard: [id, count]`` (default ``[0, 1]``) picks what a session gets,
+  as Discord routes it: the guild's events (READY's guild, GUILD_CREATE, messages, typing,
+  members, threads, interactions) go to shard ``(guild_id >> 22) % count``, DMs to shard 0. An
+  invalid pair closes with 4010. ``Gateway.interaction_shard`` (tests) delivers interactions to
+  one shard instead: an interaction reaching another process, as through an HTTP interactions
+  endpoint behind a load balancer.
 * ``?compress=zlib-stream`` gets binary frames of one zlib stream per connection (what hikari
   requires); without it, or with ``zstd-stream`` (not implemented), frames are plain text, which
   discord.py accepts whatever it asked for.
 
-Not emulated: sharding, the identify rate limit, the 120-events-per-minute send limit, session
-resumption, a server-side heartbeat timeout, ETF encoding, presences and voice.
+Not emulated: the identify rate limit (and its ``max_concurrency`` buckets), the
+120-events-per-minute send limit, session resumption, a server-side heartbeat timeout, ETF
+encoding, presences and voice.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ _CLOSE_REASONS: Final = {
     4003: "Not authenticated.",
     4004: "Authentication failed.",
     4005: "Already authenticated.",
+    4010: "Invalid shard.",
     4012: "Invalid API version.",
     4013: "Invalid intent(s).",
 }
@@ -103,6 +110,8 @@ class GatewaySession:
         self.session_id: str | None = None
         self.intents = 0
         self.seq = 0
+        self.shard: tuple[int, int] = (0, 1)
+        """IDENTIFY's ``[shard_id, shard_count]``."""
         self._zlib = zlib.compressobj() if zlib_stream else None
         self._outbox: asyncio.Queue[dict[str, Any] | int] = asyncio.Queue()
         self._writer = asyncio.get_running_loop().create_task(self._write())
@@ -111,6 +120,13 @@ class GatewaySession:
     def identified(self) -> bool:
         """Whether IDENTIFY succeeded on this connection."""
         return self.session_id is not None
+
+    def serves(self, guild_id: str | None) -> bool:
+        """Whether this session's shard gets the events of *guild_id* (``None``: a DM, shard 0)."""
+        shard_id, count = self.shard
+        if guild_id is None:
+            return shard_id == 0
+        return (int(guild_id) >> 22) % count == shard_id
 
     def send(self, op: Op, d: Any = None) -> None:
         """Queue a non-dispatch frame."""
@@ -160,6 +176,8 @@ class Gateway:
     def __init__(self, emu: DiscordEmulator) -> None:
         self.emu = emu
         self.sessions: list[GatewaySession] = []
+        self.interaction_shard: int | None = None
+        """Deliver INTERACTION_CREATE to this shard's sessions instead of the guild's shard (tests)."""
         emu.events.subscribe(self._on_event)
 
     # -- for tests and tools -------------------------------------------------
@@ -168,11 +186,27 @@ class Gateway:
         """The sessions that completed IDENTIFY and are still open."""
         return [s for s in self.sessions if s.identified and not s.ws.closed]
 
-    def dispatch(self, event: str, d: Any, intent: int = 0) -> int:
-        """Send a dispatch to every identified session subscribed to ``intent``; returns how many got it."""
+    def dispatch(
+        self,
+        event: str,
+        d: Any,
+        intent: int = 0,
+        *,
+        guild_id: str | None = None,
+        shard: int | None = None,
+    ) -> int:
+        """Send a dispatch to every identified session subscribed to ``intent``; returns how many got it.
+
+        Only the sessions of the shard owning *guild_id* get it (``None``: the guild ``d`` names,
+        else a DM: shard 0), or those of *shard* when one is named.
+        """
+        if guild_id is None and isinstance(d, dict) and d.get("guild_id") is not None:
+            guild_id = str(d["guild_id"])  # a guild event names its guild: never taken for a DM
         count = 0
         for session in self.identified():
             if intent and not session.intents & intent:
+                continue
+            if not (session.shard[0] == shard if shard is not None else session.serves(guild_id)):
                 continue
             session.dispatch(event, d)
             count += 1
@@ -280,6 +314,11 @@ class Gateway:
         intents = d.get("intents")
         if isinstance(intents, bool) or not isinstance(intents, int) or intents < 0:
             return 4013
+        shard = _shard(d.get("shard", [0, 1]))
+        if shard is None:
+            return 4010
+        session.shard = shard
+        owns_guild = session.serves(emu.guild.id)
         emu.counters.gateway["identify"] += 1
         session.intents = intents
         session.session_id = secrets.token_hex(16)
@@ -292,7 +331,7 @@ class Gateway:
         ready: dict[str, Any] = {
             "v": 10,
             "user": user,
-            "guilds": [{"id": emu.guild.id, "unavailable": True}],
+            "guilds": [{"id": emu.guild.id, "unavailable": True}] if owns_guild else [],
             "session_id": session.session_id,
             "session_type": "normal",
             "resume_gateway_url": emu.gateway_url,
@@ -305,12 +344,11 @@ class Gateway:
             "user_settings": {},
             "_trace": ["rxcord-emulator"],
         }
-        shard = d.get("shard")
-        if isinstance(shard, list):
-            ready["shard"] = shard
+        if "shard" in d:
+            ready["shard"] = list(shard)
         session.dispatch("READY", ready)
         emu.counters.gateway["READY"] += 1
-        if intents & Intent.GUILDS:
+        if intents & Intent.GUILDS and owns_guild:
             session.dispatch("GUILD_CREATE", emu.guild.guild_object())
             emu.counters.gateway["GUILD_CREATE"] += 1
         return None
@@ -334,20 +372,24 @@ class Gateway:
             if guild_id is not None:
                 body["guild_id"] = guild_id
             intent = Intent.GUILD_MESSAGES if guild_id else Intent.DIRECT_MESSAGES
-            self.dispatch("MESSAGE_DELETE", body, intent)
+            self.dispatch("MESSAGE_DELETE", body, intent, guild_id=guild_id)
         elif event.kind == "typing_start":
             self._dispatch_typing(data)
         elif event.kind == "interaction_create":
-            self.dispatch("INTERACTION_CREATE", data["interaction"])
+            interaction = data["interaction"]
+            self.dispatch(
+                "INTERACTION_CREATE",
+                interaction,
+                guild_id=interaction.get("guild_id"),
+                shard=self.interaction_shard,
+            )
         elif event.kind in ("member_add", "member_update"):
             name = "GUILD_MEMBER_ADD" if event.kind == "member_add" else "GUILD_MEMBER_UPDATE"
-            self.dispatch(name, {**data["member"], "guild_id": self.emu.guild.id}, Intent.GUILD_MEMBERS)
-        elif event.kind in ("role_create", "role_update"):
-            # discord.py resolves a member's role ids through its guild's roles: announce each one.
-            name = "GUILD_ROLE_CREATE" if event.kind == "role_create" else "GUILD_ROLE_UPDATE"
-            self.dispatch(name, {"guild_id": self.emu.guild.id, "role": data["role"]}, Intent.GUILDS)
+            guild = self.emu.guild.id
+            self.dispatch(name, {**data["member"], "guild_id": guild}, Intent.GUILD_MEMBERS, guild_id=guild)
         elif event.kind == "thread_create":
-            self.dispatch("THREAD_CREATE", {**data["thread"], "newly_created": True}, Intent.GUILDS)
+            thread = {**data["thread"], "newly_created": True}
+            self.dispatch("THREAD_CREATE", thread, Intent.GUILDS, guild_id=self.emu.guild.id)
 
     def _dispatch_message(self, name: str, message: dict[str, Any]) -> None:
         emu = self.emu
@@ -369,7 +411,7 @@ class Gateway:
         blanked: dict[str, Any] | None = None
         count = 0
         for session in self.identified():
-            if not session.intents & intent:
+            if not session.intents & intent or not session.serves(guild_id):
                 continue
             if exempt or session.intents & Intent.MESSAGE_CONTENT:
                 session.dispatch(name, body)
@@ -398,7 +440,17 @@ class Gateway:
             if user is not None:
                 body["member"] = emu.guild.member(user)
         intent = Intent.GUILD_MESSAGE_TYPING if guild_id else Intent.DIRECT_MESSAGE_TYPING
-        self.dispatch("TYPING_START", body, intent)
+        self.dispatch("TYPING_START", body, intent, guild_id=guild_id)
+
+
+def _shard(value: Any) -> tuple[int, int] | None:
+    """IDENTIFY's ``shard`` as ``(id, count)``; ``None`` when it is not ``[id, count]``, 0 <= id < count."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    shard_id, count = value
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (shard_id, count)):
+        return None
+    return (shard_id, count) if 0 <= shard_id < count else None
 
 
 def install(emu: DiscordEmulator) -> Gateway:
