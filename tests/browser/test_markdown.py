@@ -83,20 +83,22 @@ def test_text_is_never_markup(page: webdriver.Chrome) -> None:
     assert "&lt;b&gt;hi&lt;/b&gt;" in rendered and "&amp; ok" in rendered
 
 
-def test_code_block_keeps_its_text_and_shows_the_language(page: webdriver.Chrome) -> None:
+def test_code_block_keeps_its_text_and_its_language_without_a_label(page: webdriver.Chrome) -> None:
     source = "before\n```python\ndef f(x):\n    return x * 2  # **not bold**\n```\nafter"
     result = page.execute_script(
         """
         const node = window.rxcordMarkdown.render(arguments[0], {});
         const block = node.querySelector('.md-codeblock');
-        return {lang: block.querySelector('.md-codeblock-lang').textContent,
+        return {lang: block.dataset.lang, labels: block.querySelectorAll('.md-codeblock-lang').length,
+                klass: block.querySelector('pre code').className,
                 code: block.querySelector('pre code').textContent,
                 strong: node.querySelectorAll('strong').length,
                 text: node.textContent};
         """,
         source,
     )
-    assert result["lang"] == "python"
+    assert result["lang"] == "python" and result["klass"] == "language-python"
+    assert result["labels"] == 0, "Discord shows no language label"
     assert result["code"] == "def f(x):\n    return x * 2  # **not bold**"
     assert result["strong"] == 0
     assert result["text"].startswith("before") and result["text"].endswith("after")
@@ -187,7 +189,6 @@ def test_code_is_literal(page: webdriver.Chrome) -> None:
         [
             "div",
             ".md-codeblock",
-            ["div", ".md-codeblock-lang", "js"],
             ["pre", ["code", ".language-js", "const s = '<b>' + `x`;"]],
         ]
     ]

@@ -22,7 +22,8 @@ Modules, one job each:
 * ``app``: ``DiscordEmulator`` and the request pipeline every Discord route goes through.
 * ``messages``, ``webhooks``, ``identity``, ``interactions``: the REST routes.
 * ``gateway``: the websocket gateway; ``inject``: the ``/_emulator/`` routes (act as a user,
-  list channels and messages, server-sent events).
+  list channels and messages, server-sent events); ``members``: the ``/_emulator/`` routes that
+  set a member's roles and a role's permissions (computed into interactions' permissions).
 * ``server``: ``serve``, ``run_forever`` and ``point_discord_py``.
 
 Pointing discord.py at it

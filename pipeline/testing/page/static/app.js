@@ -30,6 +30,8 @@
     me: loadMe(),
     nodes: new Map(), // message id -> {message, previous, names, node} of the channel shown
     names: 0, // bumped whenever a user's name is learned or changes
+    unread: new Map(), // channel id -> Set(message ids that arrived while it was not shown)
+    dismissed: new Set(), // ephemeral message ids hidden with "Dismiss message"
   };
 
   function setName(id, name) {
@@ -56,8 +58,13 @@
       me = null;
     }
     if (!me || !/^\d{15,21}$/.test(me.id || "")) {
-      me = { id: "2" + String(Date.now()).padStart(17, "0").slice(-17), username: "you" };
+      // A random snowflake-shaped id (two browsers opened at once still differ), stored at
+      // start, so a reload is the same user: the bot sees one asker, replies stay "yours".
+      const digits = new Uint32Array(2);
+      crypto.getRandomValues(digits);
+      me = { id: "2" + String(digits[0]).padStart(9, "0").slice(-9) + String(digits[1]).padStart(9, "0").slice(-8), username: "you" };
     }
+    if (typeof me.username !== "string" || !me.username.trim()) me.username = "you";
     return me;
   }
 
@@ -169,12 +176,16 @@
     }
     const item = (id, thread) => {
       const channel = state.channels.get(id);
-      const unread = (state.messages.get(id) || new Map()).size;
+      const unread = id === state.selected ? 0 : (state.unread.get(id) || new Set()).size;
       const li = el("li", "channel" + (thread ? " thread" : "") + (id === state.selected ? " selected" : ""), [
         el("span", "hash", [thread ? "↳" : "#"]),
         el("span", "channel-label", [channel.name || id]),
       ]);
-      if (unread) li.append(el("span", "channel-count", [String(unread)]));
+      if (unread) {
+        const count = el("span", "channel-count", [String(unread)]);
+        count.title = unread === 1 ? "1 unread message" : unread + " unread messages";
+        li.append(count);
+      }
       li.dataset.id = id;
       li.title = id;
       li.addEventListener("click", () => select(id));
@@ -305,9 +316,33 @@
     return box;
   }
 
+  // Who an ephemeral message is for (its interaction's user), or null for everyone's messages.
+  function ephemeralFor(message) {
+    if (!(message.flags & 64)) return null;
+    const meta = message.interaction_metadata || message.interaction || {};
+    return String((meta.user && meta.user.id) || state.me.id);
+  }
+
+  // Discord's header above an interaction response: "<avatar> alice used /stop".
+  function renderInteraction(message) {
+    const meta = message.interaction_metadata || message.interaction;
+    if (!meta || !meta.name || message.message_reference) return null;
+    const user = meta.user || {};
+    const name = state.users.get(String(user.id)) || displayName(user);
+    const bar = el("div", "reply interaction-header", [
+      avatarFor(name, user.id),
+      el("span", "reply-author", [name]),
+      el("span", "interaction-used", [" used "]),
+      el("span", "interaction-command", ["/" + meta.name]),
+    ]);
+    bar.dataset.user = String(user.id || "");
+    return bar;
+  }
+
   function renderReply(message) {
     const reference = message.message_reference;
-    if (!reference || message.type === 21) return null;
+    if (!reference) return renderInteraction(message);
+    if (message.type === 21) return null;
     const target = message.referenced_message;
     const bar = el("div", "reply");
     if (!target) {
@@ -316,11 +351,10 @@
     }
     const name = displayName(target.author);
     const resolve = mentionResolver(target);
-    const snippet = (target.content || (target.embeds && target.embeds.length ? "Click to see attachment" : ""))
-      .replace(/<@!?(\d{15,21})>/g, (_, id) => resolve("user", id).label)
-      .replace(/<@&(\d{15,21})>/g, (_, id) => resolve("role", id).label)
-      .replace(/<#(\d{15,21})>/g, (_, id) => resolve("channel", id).label)
-      .replace(/\s+/g, " ");
+    // One line, markdown stripped (as Discord's preview): formatting, fences, headings and line
+    // breaks go, mentions keep their names.
+    const attached = (target.embeds && target.embeds.length) || (target.attachments && target.attachments.length);
+    const snippet = window.rxcordMarkdown.plainText(target.content || "", { mention: resolve }) || (attached ? "Click to see attachment" : "");
     bar.append(
       avatarFor(name, target.author && target.author.id),
       el("span", "reply-author", ["@" + name]),
@@ -392,7 +426,19 @@
       thread.addEventListener("click", () => select(String(message.thread.id)));
       body.append(thread);
     }
-    if (message.flags & 64) body.append(el("div", "ephemeral", ["Only you can see this"]));
+    const only = ephemeralFor(message);
+    if (only !== null) {
+      const meta = message.interaction_metadata || message.interaction || {};
+      const who = only === state.me.id ? "you" : state.users.get(only) || displayName(meta.user || { id: only });
+      const dismiss = el("a", "ephemeral-dismiss", ["Dismiss message"]);
+      dismiss.href = "#";
+      dismiss.addEventListener("click", (event) => {
+        event.preventDefault();
+        state.dismissed.add(String(message.id));
+        renderMessages();
+      });
+      body.append(el("div", "ephemeral", ["Only " + who + " can see this · ", dismiss]));
+    }
     node.append(body);
     return node;
   }
@@ -409,7 +455,9 @@
     box.replaceChildren();
     const id = state.selected;
     if (!id) return;
-    const messages = [...channelMessages(id).values()].sort((a, b) => compareIds(a.id, b.id));
+    const messages = [...channelMessages(id).values()]
+      .filter((message) => !state.dismissed.has(String(message.id)))
+      .sort((a, b) => compareIds(a.id, b.id));
     if (!messages.length) {
       box.append(el("div", "empty", ["No messages in #" + channelName(id) + " yet."]));
     }
@@ -439,6 +487,7 @@
   async function select(id) {
     if (state.selected !== id) delete $("messages").dataset.scrolled;
     state.selected = id;
+    state.unread.delete(id); // viewed: read
     if (location.hash !== "#" + id) history.replaceState(null, "", "#" + id);
     $("channel-name").textContent = channelName(id);
     const channel = state.channels.get(id) || {};
@@ -534,7 +583,10 @@
     if (kind === "message_create" || kind === "message_update") {
       const message = data.message || data;
       const channel = upsert(message);
-      if (kind === "message_create") stopTyping(message);
+      if (kind === "message_create") {
+        stopTyping(message);
+        countUnread(channel, message);
+      }
       const parent = (state.channels.get(channel) || {}).parent_id;
       if (parent) {
         // The thread's starter message shows its message count: a new object re-renders it.
@@ -551,6 +603,7 @@
       const info = data.message || data;
       const channel = String(info.channel_id);
       channelMessages(channel).delete(String(info.id));
+      if (state.unread.has(channel)) state.unread.get(channel).delete(String(info.id));
       if (channel === state.selected) renderMessages();
       renderChannels();
     } else if (kind === "typing_start") {
@@ -567,6 +620,17 @@
       renderChannels();
       if (starter && String(channel.parent_id) === state.selected) renderMessages();
     }
+  }
+
+  // A message is unread when it arrives in a channel not shown, is not yours, and is for you
+  // to see (an ephemeral answer to someone else is not).
+  function countUnread(channel, message) {
+    if (channel === state.selected) return;
+    if (message.author && String(message.author.id) === state.me.id) return;
+    const only = ephemeralFor(message);
+    if (only !== null && only !== state.me.id) return;
+    if (!state.unread.has(channel)) state.unread.set(channel, new Set());
+    state.unread.get(channel).add(String(message.id));
   }
 
   const EVENT_KINDS = [
@@ -768,6 +832,9 @@
       }
     });
     page.ready = true;
+    // What a screenshot waits for (README, scripts/screenshot_page.py): channels listed and the
+    // selected channel's messages rendered.
+    document.body.dataset.ready = "true";
   }
 
   start();

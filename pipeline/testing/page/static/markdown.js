@@ -5,7 +5,8 @@
 // are known: line-start rules (block quotes "> " and ">>> ", headings "# " to "### ",
 // subtext "-# ", lists "- " / "* " / "1. ") and inline rules (code blocks, inline code,
 // escapes, spoilers, mentions, custom emoji, timestamps, links, bold, underline, italics,
-// strikethrough). Differences that remain are listed in docs/decisions.md.
+// strikethrough). Differences that remain are listed in docs/decisions.md. plainText gives the
+// one-line text a reply preview shows.
 (function (global) {
   "use strict";
 
@@ -121,11 +122,11 @@
     return a;
   }
 
+  // Discord shows no language label: the language only picks the highlighting (kept as the
+  // code's class and the block's data-lang for tests and tools).
   function codeBlock(lang, body) {
     const code = el("code", lang ? "language-" + lang : null, [text(body)]);
-    const block = el("div", "md-codeblock", []);
-    if (lang) block.append(el("div", "md-codeblock-lang", [text(lang)]));
-    block.append(el("pre", null, [code]));
+    const block = el("div", "md-codeblock", [el("pre", null, [code])]);
     block.dataset.lang = lang || "";
     return block;
   }
@@ -255,5 +256,29 @@
     return el("div", "md", parse(src || "", ctx || {}));
   }
 
-  global.rxcordMarkdown = { parse, render };
+  // The one-line text of *src* as a reply preview shows it: markdown rendered, then its text
+  // with every line break and block boundary as one space (mentions keep their labels).
+  const BLOCKS = new Set(["DIV", "PRE", "H1", "H2", "H3", "LI", "UL", "OL", "BLOCKQUOTE", "SMALL"]);
+
+  function plainText(src, ctx) {
+    const parts = [];
+    const walk = (node) => {
+      if (node.nodeType === 3) {
+        parts.push(node.nodeValue);
+        return;
+      }
+      if (node.nodeName === "BR") {
+        parts.push(" ");
+        return;
+      }
+      const block = BLOCKS.has(node.nodeName);
+      if (block) parts.push(" ");
+      for (const child of node.childNodes) walk(child);
+      if (block) parts.push(" ");
+    };
+    for (const node of parse(src || "", ctx || {})) walk(node);
+    return parts.join("").replace(/\s+/g, " ").trim();
+  }
+
+  global.rxcordMarkdown = { parse, render, plainText };
 })(window);
