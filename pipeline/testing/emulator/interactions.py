@@ -6,6 +6,8 @@ Follow-ups go through the webhook routes (``webhooks``), keyed by the interactio
   ``/applications/{id}/commands`` and ``/applications/{id}/guilds/{guild_id}/commands``.
 * ``invoke()`` (the ``POST /_emulator/interactions`` route) finds a registered command by name
   (the guild's first, then global ones), dispatches INTERACTION_CREATE and waits for nothing.
+  An option the command declares INTEGER, NUMBER or BOOLEAN given as text (the page's
+  ``/cmd n:3``) is sent typed, as Discord sends it; text that is not one is a 400 naming it.
 * ``POST /interactions/{id}/{token}/callback``: type 4 posts the original response (ephemeral
   with flag 64: stored but never listed nor dispatched), type 5 a "thinking" placeholder that
   ``PATCH /webhooks/{app}/{token}/messages/@original`` fills in, types 1, 6-9 are recorded.
@@ -18,6 +20,7 @@ from __future__ import annotations
 __all__ = ("Interaction", "Interactions", "install")
 
 import asyncio
+import math
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
@@ -301,8 +304,38 @@ def _options(options: Any, command: dict[str, Any]) -> list[dict[str, Any]]:
     result = []
     for name, value, given in pairs:
         kind = given or declared.get(name, {}).get("type") or _OPTION_TYPES.get(type(value), 3)
-        result.append({"name": name, "type": kind, "value": value})
+        result.append({"name": name, "type": kind, "value": _typed(name, kind, value)})
     return result
+
+
+def _typed(name: str, kind: Any, value: Any) -> Any:
+    """A value typed as text (the page's ``/cmd n:3``) as Discord sends its option type, else 400."""
+    if not isinstance(value, str) or kind not in _PARSERS:
+        return value
+    try:
+        return _PARSERS[kind](value.strip())
+    except ValueError:
+        labels = {4: "an integer", 10: "a number", 5: "true or false"}
+        problem = (("options", name), "BASE_TYPE_COERCE", f"option {name!r} must be {labels[kind]}")
+        raise form_error([problem]) from None
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "yes", "1"):
+        return True
+    if text.lower() in ("false", "no", "0"):
+        return False
+    raise ValueError(text)
+
+
+def _number(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(text)  # Discord's NUMBER options are finite
+    return number
+
+
+_PARSERS: Final[dict[int, Any]] = {4: int, 10: _number, 5: _boolean}
 
 
 def install(emu: DiscordEmulator) -> Interactions:
