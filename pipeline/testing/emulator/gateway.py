@@ -6,7 +6,8 @@ What it does, in the order a client sees it:
   is answered with HEARTBEAT_ACK (op 11).
 * IDENTIFY (op 2) with the bot token answers READY (the bot user, the guild as unavailable,
   a session id and ``resume_gateway_url`` = this gateway), then GUILD_CREATE for the guild with
-  its text channels, the ``@everyone`` role and members (with the ``GUILDS`` intent). A wrong
+  its text channels, its roles (``@everyone`` and any created) and members (with the ``GUILDS``
+  intent). A wrong
   token closes with 4004, a second IDENTIFY with 4005, an opcode before IDENTIFY with 4003, an
   unknown opcode with 4001, a frame that is not a JSON object (or over 4096 bytes) with 4002.
 * RESUME (op 6) is answered with INVALID_SESSION ``false``: sessions are not kept, the client
@@ -15,8 +16,8 @@ What it does, in the order a client sees it:
   updates are accepted and ignored.
 * Dispatches: MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE (``GUILD_MESSAGES`` /
   ``DIRECT_MESSAGES``), TYPING_START (the typing intents), THREAD_CREATE (``GUILDS``),
-  GUILD_MEMBER_ADD / UPDATE when a user first acts or is renamed (``GUILD_MEMBERS``),
-  INTERACTION_CREATE (always), each
+  GUILD_MEMBER_ADD / UPDATE when a user first acts, is renamed or gets other roles
+  (``GUILD_MEMBERS``), GUILD_ROLE_CREATE / UPDATE (``GUILDS``), INTERACTION_CREATE (always), each
   with ``s`` increasing by one per connection. Without the ``MESSAGE_CONTENT`` intent, content,
   embeds, attachments and components are blanked except in DMs, the bot's own messages and
   messages that mention the bot (Discord's rule). Ephemeral messages are never dispatched.
@@ -387,6 +388,10 @@ class Gateway:
             name = "GUILD_MEMBER_ADD" if event.kind == "member_add" else "GUILD_MEMBER_UPDATE"
             guild = self.emu.guild.id
             self.dispatch(name, {**data["member"], "guild_id": guild}, Intent.GUILD_MEMBERS, guild_id=guild)
+        elif event.kind in ("role_create", "role_update"):
+            # discord.py resolves a member's role ids through its guild's roles: announce each one.
+            name = "GUILD_ROLE_CREATE" if event.kind == "role_create" else "GUILD_ROLE_UPDATE"
+            self.dispatch(name, {"guild_id": self.emu.guild.id, "role": data["role"]}, Intent.GUILDS)
         elif event.kind == "thread_create":
             thread = {**data["thread"], "newly_created": True}
             self.dispatch("THREAD_CREATE", thread, Intent.GUILDS, guild_id=self.emu.guild.id)
