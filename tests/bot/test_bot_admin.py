@@ -19,7 +19,7 @@ from rxcord.bot.admin import complete_models
 from rxcord.bot.app import RxcordBot
 from rxcord.bot.config import BotConfig, load_config
 from rxcord.bot.run import serve_bot
-from tests.bot.conftest import ALICE, BOB, GENERAL, TESTING, World, eventually, idle
+from tests.bot.conftest import ALICE, BOB, GENERAL, RANDOM, TESTING, World, eventually, idle
 
 ADMIN = ALICE  # alice is the admin, bob is not
 
@@ -285,6 +285,7 @@ async def test_a_good_reload_swaps_everything_and_a_running_answer_finishes_on_t
     await idle(bot)
     first = bot.finished[-1].result
     assert first is not None and first.result.status.value == "completed"
+    assert world.provider.requests[0]["model"] == "deep-1"  # it began, and ended, on the old model
     assert "Answer to gate please: w0" in world.bot_text(GENERAL)  # the running answer was not dropped
     body = await ask(world, bot, TESTING)
     assert body["model"] == "deep-2"
@@ -321,3 +322,34 @@ async def test_sighup_reloads_the_file_the_bot_was_started_with(
         served.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await served
+
+
+async def test_a_reload_changes_the_caps_and_keeps_the_counts(world: World, config_file: Path) -> None:
+    bot = await start(world, config_file)
+    await ask(world, bot, GENERAL)
+    await ask(world, bot, TESTING)
+    text = config_file.read_text(encoding="utf-8")
+    config_file.write_text(text.replace("[limits]\n", "[limits]\nrequests_per_user = 2\n"), encoding="utf-8")
+    assert (await command(world, GENERAL, "reload")).startswith("Reloaded")
+    await world.say(RANDOM, f"<@{world.emulator.config.bot_id}> a third words=1")
+    await eventually(lambda: len(world.bot_messages(RANDOM)) == 1, what="the refusal")
+    await idle(bot)
+    refusal = world.bot_messages(RANDOM)[0]["content"]
+    assert refusal.startswith("You have used 2 of 2 requests this hour")  # the two before the reload
+    assert len(world.provider.requests) == 2
+
+
+async def test_the_sighup_handler_with_a_bad_file_keeps_the_running_config(
+    world: World, config_file: Path
+) -> None:
+    bot = await start(world, config_file)
+    config_file.write_text('[[models]]\nprovider = "nobody"\nmodel = "m"\n', encoding="utf-8")
+    with captured_log() as log:
+        bot.reload_from_signal()  # what rxcord bot runs on SIGHUP
+        await eventually(lambda: bool(bot.reloads), what="the reload")
+    assert bot.reloads == [
+        f"{config_file}:2: models[1].provider: must be one of openai, openrouter, "
+        "google, anthropic, nvidia, custom, got 'nobody'"
+    ]
+    assert any("reload refused, the running configuration is kept" in line for line in log)
+    assert (await ask(world, bot, GENERAL))["model"] == "deep-1"
