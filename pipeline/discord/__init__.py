@@ -4,7 +4,8 @@
 * the answer manager: ``Answers`` (one answer at a time per asker per channel, addressed
   follow-ups interrupt, a stop key per answer, an ``Admission`` hook for limits);
 * who may ask and who may stop: ``Permissions``;
-* ``/stop`` and ``/kill``: ``answers.install(tree)``.
+* ``/stop`` and ``/kill``: ``answers.install(tree)``;
+* what an answer shows of its state: ``Markers``, ``writing_reaction``, ``end_lines``, ``show_end``.
 
 Names load lazily: ``import rxcord.discord`` works without discord.py, and a name that needs
 it raises ``rxcord.MissingExtraError`` naming ``rxcord[discord]`` when used.
@@ -29,11 +30,15 @@ _EXPORTS = {
     "ImageFetcher": "rxcord.discord.images",
     "ImageReader": "rxcord.discord.conversation",
     "Interrupt": "rxcord.discord.answers",
+    "Markers": "rxcord.discord.visible",
     "MessageSource": "rxcord.discord.conversation",
     "Permissions": "rxcord.discord.permissions",
     "RestSource": "rxcord.discord.sources",
     "build_conversation": "rxcord.discord.conversation",
+    "end_lines": "rxcord.discord.visible",
     "read_conversation": "rxcord.discord.conversation",
+    "show_end": "rxcord.discord.visible",
+    "writing_reaction": "rxcord.discord.visible",
 }
 __all__ = tuple(sorted(_EXPORTS))
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -56,3 +61,7 @@ if TYPE_CHECKING:
     from rxcord.discord.images import ImageFetcher as ImageFetcher
     from rxcord.discord.permissions import Permissions as Permissions
     from rxcord.discord.sources import RestSource as RestSource
+    from rxcord.discord.visible import Markers as Markers
+    from rxcord.discord.visible import end_lines as end_lines
+    from rxcord.discord.visible import show_end as show_end
+    from rxcord.discord.visible import writing_reaction as writing_reaction

@@ -106,6 +106,7 @@ class DiscordEmulator:
             inject,
             interactions,
             messages,
+            reactions,
             threads,
             uploads,
             webhooks,
@@ -135,6 +136,7 @@ class DiscordEmulator:
         # Loopback clients only (Host and Origin checked first): see rxcord.testing.emulator.origin.
         self.app = web.Application(middlewares=[local_only(lambda: self.host), _json_not_found])
         messages.install(self)
+        reactions.install(self)
         threads.install(self)
         webhooks.install(self)
         identity.install(self)
