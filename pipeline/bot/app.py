@@ -60,7 +60,16 @@ from rxcord.bot.config import BotConfig, ModelSection, load_tools
 from rxcord.bot.limits import Limits
 from rxcord.bot.models import ADAPTERS, ModelChoices, ModelSet, model_keys, models_state_path
 from rxcord.compose import KeyCooldown
-from rxcord.discord import Answer, Answers, Permissions, RestSource, read_conversation
+from rxcord.discord import (
+    Answer,
+    Answers,
+    Permissions,
+    RestSource,
+    end_lines,
+    read_conversation,
+    show_end,
+    writing_reaction,
+)
 from rxcord.sinks import RateLimiter
 
 _log = logger.bind(stage="bot")
@@ -358,27 +367,32 @@ class RxcordBot:
             channel=turn.channel_id,
             n=len(context.messages),
         )
-        result = await run_turn(
-            models.candidates(selected.label),
-            request,
-            sink=self._sink,
-            context=self._stream_context(message),
-            config=stream_config,
-            registry=turn.stops,  # this answer's own stop key: /stop reaches it alone
-            session=self._session,
-            transport=TransportConfig(),  # each candidate carries its model's allow_private_network
-            tool_handler=tools.handle if tools is not None else None,
-            max_rounds=config.tools.max_rounds if config.tools is not None else 0,
-            cooldown=self.cooldown,
-            secrets=(self.secrets.token,),  # redacted by value, the text stream too (the sink hides it)
-        )
+        target = self._stream_context(message)
+        markers = config.delivery.markers
+        async with writing_reaction(message, markers.writing, me):  # the asker sees it is being written
+            result = await run_turn(
+                models.candidates(selected.label),
+                request,
+                sink=self._sink,
+                context=target,
+                config=stream_config,
+                registry=turn.stops,  # this answer's own stop key: /stop reaches it alone
+                session=self._session,
+                transport=TransportConfig(),  # each candidate carries its model's allow_private_network
+                tool_handler=tools.handle if tools is not None else None,
+                max_rounds=config.tools.max_rounds if config.tools is not None else 0,
+                cooldown=self.cooldown,
+                secrets=(self.secrets.token,),  # redacted by value, the text stream too (the sink hides it)
+            )
         _log.info(
             "answer in channel {channel}: {status}, {n} message(s)",
             channel=turn.channel_id,
             status=result.result.status.value,
             n=len(result.result.messages),
         )
-        return result
+        # How it ended (stopped, aborted, interrupted) and what the context left out, under the answer.
+        ending = end_lines(result.result.status, context.notes, markers, target.locale)
+        return await show_end(self._sink, target, result, ending)
 
     def model_for(self, channel: Any, models: ModelSet | None = None) -> ModelSection:
         """The model answering in *channel*.

@@ -42,7 +42,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from rxcord import ChatRequest, ConfigError, DeliveryMode, FunctionCall, InputError, ToolSpec
-from rxcord.discord import ContextLimits
+from rxcord.discord import ContextLimits, Markers
 from rxcord.providers import SsrfRefusedError, endpoint_url, precheck
 from rxcord.sinks import TableStyle
 
@@ -256,6 +256,34 @@ class PromptSection:
     )
 
 
+def _short_text(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and (len(value) > 100 or "\n" in value):
+        raise _FieldError(attribute, "must be one short line (at most 100 characters)")
+
+
+@attrs.frozen(kw_only=True)
+class DiscordSection:
+    """``[discord]``: how the bot reaches Discord."""
+
+    token_env: str = attrs.field(default="DISCORD_BOT_TOKEN", validator=_env_name)
+    base_url: str = "https://discord.com/api/v10"
+    """The REST API base; the emulator's (``rxcord emulator`` prints it) to run offline."""
+    gateway_url: str | None = None
+    """The gateway's websocket URL (default: Discord's); the emulator prints its own."""
+    status: str = attrs.field(default="Mention me to ask", validator=_short_text)
+    """The bot's status line under its name (a custom status; ``""``: none)."""
+
+
+@attrs.frozen(kw_only=True)
+class PromptSection:
+    """``[prompt]``: the system prompt, with placeholders filled per message."""
+
+    system: str = attrs.field(
+        default="You are {bot_name}, a helpful assistant in a Discord chat. Today is {date}.",
+        validator=_template,
+    )
+
+
 @attrs.frozen(kw_only=True)
 class DeliverySection:
     """``[delivery]``: how answers reach Discord."""
@@ -263,6 +291,27 @@ class DeliverySection:
     mode: DeliveryMode = DeliveryMode.EDIT
     tables: TableStyle = TableStyle.PICTURE
     """Wide markdown tables as pictures (aggregated and live modes; edit mode keeps monospace)."""
+    writing_reaction: str = attrs.field(default="✍️", validator=_short_text)
+    """The reaction on the asker's message while its answer is written (``""``: none)."""
+    stopped_marker: str | None = attrs.field(default=None, validator=_short_text)
+    """The last line of a stopped answer (default: the locale catalog's ``⏹ stopped``; ``""``: none)."""
+    killed_marker: str | None = attrs.field(default=None, validator=_short_text)
+    """The last line of an aborted (``/kill``) answer (default: ``✂ aborted``; ``""``: none)."""
+    interrupted_marker: str | None = attrs.field(default=None, validator=_short_text)
+    """The last line of an answer a follow-up interrupted (default: ``↩ interrupted``; ``""``: none)."""
+    show_notes: bool = True
+    """What the context left out (older messages, images, files) as ``-# ⚠`` lines under the answer."""
+
+    @property
+    def markers(self) -> Markers:
+        """The visible state these keys ask for (``rxcord.discord.visible``)."""
+        return Markers(
+            writing=self.writing_reaction,
+            stopped=self.stopped_marker,
+            killed=self.killed_marker,
+            interrupted=self.interrupted_marker,
+            notes=self.show_notes,
+        )
 
 
 @attrs.frozen(kw_only=True)
