@@ -225,3 +225,29 @@ def test_the_screenshot_script_names_what_never_came(
     with pytest.raises(TimeoutError, match="no-such-thing"):
         _script().capture(browser, emulator.page_url, out, wait_for=".no-such-thing", timeout=8)
     assert not out.exists()
+
+
+def test_a_role_mention_shows_the_role_s_name_also_when_created_later(
+    browser: webdriver.Chrome, emulator: DiscordEmulator, server_thread: ServerThread
+) -> None:
+    channel = channel_of(emulator)
+    guild = emulator.config.guild_id
+    mods, later = "1300000000000000001", "1300000000000000002"
+    server_thread.run(_emulator_post(emulator, "roles", {"guild_id": guild, "role_id": mods, "name": "mods"}))
+    open_page(browser, emulator, channel)
+    body = {"content": f"<@&{mods}> and <@&{later}>", "allowed_mentions": {"parse": []}}
+    assert server_thread.run(rest(emulator, "POST", f"/channels/{channel}/messages", body))[0] == 200
+
+    def pills() -> list[str]:
+        return list(
+            browser.execute_script(
+                "return [...document.querySelectorAll('.md-mention-role')].map((m) => m.textContent)"
+            )
+        )
+
+    wait_for(lambda: len(pills()) == 2, what="two role pills")
+    assert pills() == ["@mods", "@role-0002"]
+    server_thread.run(
+        _emulator_post(emulator, "roles", {"guild_id": guild, "role_id": later, "name": "helpers"})
+    )
+    wait_for(lambda: pills() == ["@mods", "@helpers"], what="the new role's name on the pill")

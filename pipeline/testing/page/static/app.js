@@ -31,6 +31,7 @@
     nodes: new Map(), // message id -> {message, previous, names, node} of the channel shown
     names: 0, // bumped whenever a user's name is learned or changes
     unread: new Map(), // channel id -> Set(message ids that arrived while it was not shown)
+    roles: new Map(), // role id -> name (the guild's roles, POST /_emulator/roles)
     dismissed: new Set(), // ephemeral message ids hidden with "Dismiss message"
   };
 
@@ -251,7 +252,7 @@
         const name = state.users.get(id) || (user ? displayName(user) : "user-" + id.slice(-4));
         return { label: "@" + name, pinged: pingedUsers.has(id) };
       }
-      if (kind === "role") return { label: "@role-" + id.slice(-4), pinged: pingedRoles.has(id) };
+      if (kind === "role") return { label: "@" + (state.roles.get(id) || "role-" + id.slice(-4)), pinged: pingedRoles.has(id) };
       if (kind === "channel") return { label: "#" + channelName(id), pinged: false };
       return { label: "@" + id, pinged: Boolean(message.mention_everyone) };
     };
@@ -527,8 +528,17 @@
       for (const member of (guild && guild.members) || []) {
         if (member.user && member.user.id) setName(String(member.user.id), member.nick || displayName(member.user));
       }
+      for (const role of (guild && guild.roles) || []) learnRole(role);
     } catch (err) {
       /* names stay user-NNNN */
+    }
+  }
+
+  function learnRole(role) {
+    if (!role || !role.id) return;
+    if (state.roles.get(String(role.id)) !== role.name) {
+      state.roles.set(String(role.id), String(role.name));
+      state.names += 1; // mention pills re-render with the name
     }
   }
 
@@ -608,6 +618,9 @@
       renderChannels();
     } else if (kind === "typing_start") {
       onTyping(data);
+    } else if (kind === "role_create" || kind === "role_update") {
+      learnRole(data.role);
+      if (state.selected) renderMessages();
     } else if (kind === "rate_limit" || kind === "bucket_exhausted" || kind === "rate_limit_wait") {
       logRate(kind, data);
     } else if (kind === "channel_create" || kind === "thread_create") {
@@ -645,6 +658,8 @@
     "rate_limit_wait",
     "channel_create",
     "thread_create",
+    "role_create",
+    "role_update",
   ];
 
   function connect() {
