@@ -262,29 +262,6 @@ def _short_text(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> N
 
 
 @attrs.frozen(kw_only=True)
-class DiscordSection:
-    """``[discord]``: how the bot reaches Discord."""
-
-    token_env: str = attrs.field(default="DISCORD_BOT_TOKEN", validator=_env_name)
-    base_url: str = "https://discord.com/api/v10"
-    """The REST API base; the emulator's (``rxcord emulator`` prints it) to run offline."""
-    gateway_url: str | None = None
-    """The gateway's websocket URL (default: Discord's); the emulator prints its own."""
-    status: str = attrs.field(default="Mention me to ask", validator=_short_text)
-    """The bot's status line under its name (a custom status; ``""``: none)."""
-
-
-@attrs.frozen(kw_only=True)
-class PromptSection:
-    """``[prompt]``: the system prompt, with placeholders filled per message."""
-
-    system: str = attrs.field(
-        default="You are {bot_name}, a helpful assistant in a Discord chat. Today is {date}.",
-        validator=_template,
-    )
-
-
-@attrs.frozen(kw_only=True)
 class DeliverySection:
     """``[delivery]``: how answers reach Discord."""
 
