@@ -82,6 +82,7 @@ from rxcord.operators.aio import from_coro
 from rxcord.operators.clean import SegmentCleaner
 from rxcord.operators.flush import ErrorEmbed, flush
 from rxcord.operators.flusher import Flusher
+from rxcord.operators.markdown.first_cut import FirstCut
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.sinks.base import DiscordSink, EditableSink
@@ -198,12 +199,20 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
     """The previews of edit-in-place delivery: one ``Preview`` per routed visible delta.
 
     .. marble::
-        -a----b-----c|        a="Hel"  b="lo"  c=(the end)
+        -a----b------c-----d|     a="Hel"  b="lo. W"  c="orld"  d=(the end)
         [ edit_previews(config) ]
-        -A----B------|        A=["Hel"]  B=["Hel", "lo"]   (the end belongs to the final segment)
+        ------F------C------|     F=["Hello."]  C=["Hel", "lo. W", "orld"]
 
-    O(1) per delta: previews share one list; the delivery merges queued previews and computes
-    the text of the one it sends (``snapshot``). Only ``STREAMING`` states produce previews;
+    Nothing is shown before the first safe boundary of the first words
+    (``rxcord.operators.markdown.first_cut``: a sentence or line end outside code, or a word
+    boundary after ``cut_policy.FIRST_WORDS`` characters): the delta that completes it emits
+    the first message's text up to there (``F``); the words after it go with the next
+    delta's preview, so the first message is not edited at once. Previews after it grow by
+    edits. The end belongs to the final segment.
+
+    O(1) per delta after the first message (before it, the scan of the first words):
+    previews share one list; the delivery merges queued previews and computes the text of
+    the one it sends (``snapshot``). Only ``STREAMING`` states produce previews;
     the state that ends the stream produces the final segment in the aggregated branch.
     """
 
@@ -214,6 +223,7 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
             deltas: list[str] = []
             ended = False
             chars = 0
+            first = FirstCut(config.message_limit)
 
             def close(status: StreamStatus | None) -> None:
                 nonlocal ended
@@ -233,6 +243,17 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
                 if state.delta:
                     deltas.append(state.delta)
                     chars += len(state.delta)
+                    if first.end is None:
+                        end = first.feed(state.delta)
+                        if end is None:
+                            return
+                        # The first message: the text up to its boundary (a prefix, joined once).
+                        observer.on_next(
+                            Preview(
+                                kind=SegmentKind.PREVIEW, deltas=["".join(deltas)[:end]], count=1, chars=end
+                            )
+                        )
+                        return  # the words after the boundary go with the next delta's preview
                     preview = Preview(kind=SegmentKind.PREVIEW, deltas=deltas, count=len(deltas), chars=chars)
                     observer.on_next(preview)
 

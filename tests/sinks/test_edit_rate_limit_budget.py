@@ -79,12 +79,13 @@ async def test_a_spent_budget_on_an_edit_posts_the_notice_after_the_preview() ->
     """The edit route's budget spent: the notice goes through the create route at once, below the preview.
 
     The last delta ends on a held ``<``, so the final text differs from every preview: an edit.
+    The first delta ends a sentence: the first message's boundary.
     """
     time, waits = FakeTime(), list[float]()
     async with FakeDiscord() as fake:
         fake.script(*[rate_limited(5.0) for _ in range(50)], on="edit")
         with pytest.raises(RateLimitError) as caught:
-            await _reply(fake, _limiter(time, waits), _EDIT, "the answer", " <")
+            await _reply(fake, _limiter(time, waits), _EDIT, "the answer. ", " <")
         assert caught.value.budget_spent
         records = fake.records(CHANNEL)
         assert len(records) == 2 and records[0].startswith("the answer")

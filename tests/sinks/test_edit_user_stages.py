@@ -210,21 +210,29 @@ def test_a_slow_user_stage_keeps_the_final_text_last() -> None:
 
 
 def test_a_final_text_cleaned_to_nothing_deletes_the_previews_behind_a_slow_stage() -> None:
-    """Previews showed "Assistant"; the final text cleans to nothing: the closing marker comes
-    after the (delayed, empty) final text and the messages are deleted."""
+    """Previews showed the text; a stage cleans the final text to nothing (here: drops it): the
+    closing marker comes after the (delayed, empty) final text and the messages are deleted.
+
+    (A speaker prefix alone, ``Assistant: ``, is no longer shown at all: the first message waits
+    for the first words' boundary, and the cleaner removes the prefix from that preview too.)"""
     config = StreamConfig(delivery=DeliveryMode.EDIT, typing_interval=0)
     sink = EditRecorder()
     delivery = EditInPlaceDelivery(sink=sink, context=StreamContext(), config=config)
     handle = StopHandle("1")
+    pipeline = (
+        Pipeline.default()
+        .insert_after("clean", "slow", ops.delay(0.002))
+        .insert_after("slow", "drop_final", ops.filter(lambda segment: not segment.final))
+    )
     chain = build_chain(
-        _source(list("Assistant: ")),
+        _source(list("Hi there. This is long enough.")),
         normalizer=TextFeed,
         config=config,
         stops=handle.signals,
         stop_sink=handle.subject,
         send=delivery.send,
         merge=delivery.merge,
-        pipeline=Pipeline.default().insert_after("clean", "slow", ops.delay(0.002)),
+        pipeline=pipeline,
     )
     asyncio.run(drain(chain))
     assert sink.shown  # a preview was shown
