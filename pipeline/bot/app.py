@@ -55,14 +55,17 @@ from rxcord import (
     TurnResult,
     run_turn,
 )
+from rxcord.bot import reach
 from rxcord.bot.admin import install_admin, reload
 from rxcord.bot.config import BotConfig, ModelSection, load_tools
+from rxcord.bot.failures import log_failures, user_notice
 from rxcord.bot.limits import Limits
 from rxcord.bot.models import ADAPTERS, ModelChoices, ModelSet, model_keys, models_state_path
 from rxcord.compose import KeyCooldown
 from rxcord.discord import (
     Answer,
     Answers,
+    ImageFetcher,
     Permissions,
     RestSource,
     end_lines,
@@ -139,6 +142,10 @@ def permitted(
     )
     author = SimpleNamespace(id=user_id, roles=[SimpleNamespace(id=role) for role in role_ids])
     return answer_permissions(config).may_ask(SimpleNamespace(author=author, channel=channel))
+
+
+async def _nothing() -> None:
+    """A close step with nothing to close."""
 
 
 def _locale_code(locale: object) -> str | None:
@@ -242,14 +249,11 @@ class RxcordBot:
         self._source = RestSource(base, self.secrets.token, self._session, self._limiter)
         if self.secrets.webhook_id is not None:
             self._webhook_channel = await self._webhook_channel_id(base)
-        await self.client.login(self.secrets.token)
-        self._connect = asyncio.create_task(self.client.connect(reconnect=True))
-        ready = asyncio.create_task(self.ready.wait())
-        done, _ = await asyncio.wait({ready, self._connect}, return_when=asyncio.FIRST_COMPLETED)
-        if self._connect in done:
-            ready.cancel()
-            self._connect.result()  # raises what ended the connection
-            raise ConnectionError("the gateway closed before READY")
+        # Each failure to reach Discord is one line naming its setting (rxcord.bot.reach).
+        token_env = self.config.discord.token_env
+        await reach.login(self.client, self.secrets.token, base=base, token_env=token_env)
+        await reach.probe_gateway(gateway)
+        self._connect = await reach.connect(self.client, self.ready, gateway)
         _log.info(
             "bot ready as {name} ({provider}:{model}, {mode} delivery)",
             name=self.client.user.name if self.client.user else "?",
@@ -270,14 +274,19 @@ class RxcordBot:
             return
         self._closing = True
         _log.info("shutting down: {n} running answer(s) stopped and flushed", n=len(self.answers.active))
-        await self.answers.close(StopKind.USER, grace=_SHUTDOWN_GRACE)
-        await self.limits.close()  # after the answers: each settled its counters first
-        await self.client.close()
+        # Every step runs, whatever failed before it (a close before start, after a failed start).
+        await reach.close_steps(
+            ("answers", lambda: self.answers.close(StopKind.USER, grace=_SHUTDOWN_GRACE)),
+            ("limits", self.limits.close),  # after the answers: each settled its counters first
+            ("gateway", self.client.close),
+            ("connection", self._connection_ended),
+            ("http session", self._session.close if self._session is not None else _nothing),
+        )
+
+    async def _connection_ended(self) -> None:
         if self._connect is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._connect
-        if self._session is not None:
-            await self._session.close()
 
     # -- discord.py wiring -----------------------------------------------------------------------------
 
@@ -328,6 +337,22 @@ class RxcordBot:
             return False
         return True
 
+    async def _notice(self, target: StreamContext, text: str) -> bool:
+        """Post a turn's notice (``rxcord.bot.failures``) as the bot, replying; best effort."""
+        assert self._sink is not None
+        payload = {
+            "content": f"-# {text}",
+            "allowed_mentions": {"parse": []},
+            "message_reference": {"message_id": target.reply_to_message_id, "fail_if_not_exists": False},
+        }
+        context = StreamContext(channel_id=target.channel_id, reply_to_message_id=target.reply_to_message_id)
+        try:
+            await self._sink.create_message(context, payload)
+        except Exception as exc:
+            _log.warning("the notice was not sent: {error}", error=type(exc).__name__)
+            return False
+        return True
+
     async def _answer(self, turn: Answer, message: discord.Message) -> TurnResult | None:
         assert self._sink is not None and self._source is not None
         # One configuration for the whole answer: a reload meanwhile applies to the next ones.
@@ -339,7 +364,8 @@ class RxcordBot:
             message,
             me=me,
             limits=config.context,
-            vision=selected.vision,
+            vision=selected.reads_images,
+            images=ImageFetcher.for_api(config.context.max_image_bytes, config.discord.base_url),
             source=self._source,  # REST through the sink's rate limiter, not discord.py's
             assistant_ids=[self.secrets.webhook_id] if self.secrets.webhook_id else [],
         )
@@ -357,6 +383,7 @@ class RxcordBot:
                 config.persona.username if config.persona and config.persona.username else me.display_name
             ),
             speaker_names=tuple(name for name in context.user_names if name),
+            suppress_user_errors=True,  # the bot's own notice below: no host, port or provider prose
         )
         if turn.stops.pending is not None:
             return None  # stopped while its conversation was read: no provider call
@@ -370,8 +397,9 @@ class RxcordBot:
         target = self._stream_context(message)
         markers = config.delivery.markers
         async with writing_reaction(message, markers.writing, me):  # the asker sees it is being written
+            candidates = models.candidates(selected.label)
             result = await run_turn(
-                models.candidates(selected.label),
+                candidates,
                 request,
                 sink=self._sink,
                 context=target,
@@ -390,6 +418,10 @@ class RxcordBot:
             status=result.result.status.value,
             n=len(result.result.messages),
         )
+        log_failures(result, candidates, secrets=(self.secrets.token,))
+        notice = user_notice(result, candidates, locale=target.locale)
+        if notice is not None:
+            result = attrs.evolve(result, notice_sent=await self._notice(target, notice))
         # How it ended (stopped, aborted, interrupted) and what the context left out, under the answer.
         ending = end_lines(result.result.status, context.notes, markers, target.locale)
         return await show_end(self._sink, target, result, ending)

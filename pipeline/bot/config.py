@@ -47,6 +47,10 @@ from rxcord.providers import SsrfRefusedError, endpoint_url, precheck
 from rxcord.sinks import TableStyle
 
 PROVIDERS: Final = ("openai", "openrouter", "google", "anthropic", "nvidia", "custom")
+VISION_PROVIDERS: Final = frozenset({"google", "anthropic"})
+"""Where an unset ``vision`` is true: every current Gemini and Claude model reads images. The
+OpenAI-compatible hosts also serve text-only models, and a wrong ``true`` fails the request
+while a wrong ``false`` only leaves the images out with a note, so there it is false."""
 LIMITS_STATE_FILE: Final = "rxcord-limits.sqlite3"
 """The limits' counters file, next to the config file unless ``[limits] state_file`` says otherwise."""
 MODELS_STATE_FILE: Final = "rxcord-models.json"
@@ -130,8 +134,8 @@ class ProviderSection:
     api_key_env: tuple[str, ...] = attrs.field(default=(), validator=_env_names)
     """Environment variables holding the API keys, in fallback order (default: the provider's usual one)."""
     base_url: str | None = None
-    vision: bool = False
-    """The model reads images: image attachments are sent to it."""
+    vision: bool | None = None
+    """The model reads images: image attachments are sent to it (``None``: ``VISION_PROVIDERS``)."""
     allow_private_network: bool = False
     """Let ``base_url`` reach 127.0.0.1 or a private network, whatever the provider (a local model,
     the offline demo): the SSRF guard's opt-out. Cloud metadata addresses stay refused."""
@@ -213,7 +217,8 @@ class ModelSection:
     base_url: str | None = None
     allow_private_network: bool = False
     """Let ``base_url`` reach 127.0.0.1 or a private network (the SSRF guard's opt-out)."""
-    vision: bool = False
+    vision: bool | None = None
+    """The model reads images (downloaded, sent inline); unset: ``VISION_PROVIDERS`` decides."""
     max_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
     temperature: float | None = None
     reasoning_effort: str | None = attrs.field(default=None, validator=_choice(*EFFORTS))
@@ -226,6 +231,11 @@ class ModelSection:
     def label(self) -> str:
         """The name ``/model`` shows."""
         return (self.name or self.model).strip()
+
+    @property
+    def reads_images(self) -> bool:
+        """``vision`` when set, else whether the provider is one of ``VISION_PROVIDERS``."""
+        return self.vision if self.vision is not None else self.provider in VISION_PROVIDERS
 
     def body_extra(self) -> dict[str, Any]:
         """What this model adds to its request body: ``extra_body``, and ``routing`` as ``provider``."""

@@ -5,6 +5,7 @@
     RxcordError
     ├── InputError               unusable input (missing capture, unknown provider, bad flag)
     │   ├── ConfigError          the bot's TOML configuration names a bad key
+    │   ├── DiscordUnreachableError  the bot cannot reach Discord at start-up (names the setting)
     │   └── PlotUnavailableError the timeline plot needs matplotlib (also a MissingExtraError)
     ├── MissingCredentialError   an API key or token variable is not set
     ├── SsrfRefusedError         a custom endpoint resolved to a forbidden address
@@ -49,6 +50,7 @@ __all__ = (
     "DenialRenderer",
     "DiscordError",
     "DiscordStopError",
+    "DiscordUnreachableError",
     "EmulatorNotStartedError",
     "FakeProviderNotStartedError",
     "InputError",
@@ -208,6 +210,15 @@ class ConfigError(InputError):
 
     Raised by the bot's TOML configuration reader (``rxcord.bot.config``); the bot does not
     start, and the operator fixes the named key.
+    """
+
+
+class DiscordUnreachableError(InputError):
+    """The bot could not reach Discord at start-up; the message is one line naming the setting.
+
+    Raised by ``rxcord.bot.app.RxcordBot.start`` (``discord.base_url``, ``discord.gateway_url``,
+    ``discord.token_env``); ``rxcord bot`` prints it and exits with status 2, the operator fixes
+    the named setting (or waits out Discord's outage).
     """
 
 
