@@ -484,16 +484,41 @@ async def measure_lag_floor(
 
 @attrs.frozen
 class FirstMessageResult:
-    """Time to the first Discord message of live streams of one provider family."""
+    """Time to the first Discord message of streams of one provider family, in one delivery mode."""
 
     family: str
     streams: int
     pace_ms: float
     ttfm_ms: list[float]
-    """Per stream: the first sink call's start minus the server's write of the first text event."""
+    """Per stream: the first message create's start minus the server's write of the first text event."""
+    mode: DeliveryMode = DeliveryMode.LIVE
+    start_window: int = 0
+    """Characters stage 03 holds at the start for a stray ``</think>`` (the family's adapter's
+    guards; 0: none): no message can come before them."""
 
     def p(self, q: float) -> float:
         return percentile(self.ttfm_ms, q)
+
+
+class _FirstCreate(MemorySink):
+    """A memory sink that notes when its first message create starts (``time.monotonic``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first: float | None = None
+
+    async def create_message(self, context: Any, payload: Any) -> Any:
+        if self.first is None:
+            self.first = time.monotonic()
+        return await super().create_message(context, payload)
+
+
+MODES: dict[DeliveryMode, StreamConfig] = {
+    DeliveryMode.LIVE: LIVE,
+    DeliveryMode.EDIT: attrs.evolve(LIVE, delivery=DeliveryMode.EDIT),
+    DeliveryMode.AGGREGATED: attrs.evolve(LIVE, delivery=DeliveryMode.AGGREGATED),
+}
+"""The first-message figure's configurations, one per delivery mode (the benchmark's caps off)."""
 
 
 def _family_adapter(family: str) -> Any:
@@ -511,12 +536,13 @@ async def measure_first_message(
     *,
     streams: int,
     pace_ms: float,
-    config: StreamConfig = LIVE,
+    mode: DeliveryMode = DeliveryMode.LIVE,
 ) -> FirstMessageResult:
-    """*streams* live streams of *family* at once, one event per *pace_ms*: their first messages."""
+    """*streams* streams of *family* at once in *mode*, one event per *pace_ms*: their first messages."""
     await _reset(session, server)
+    config = MODES[mode]
 
-    async def one(number: int) -> tuple[str, Timeline, float]:
+    async def one(number: int) -> tuple[str, float | None]:
         stream_id = f"first-{family}{number}"
         url = server.url(
             capture_name(chunks, variant=number % VARIANTS, family=family),
@@ -532,29 +558,30 @@ async def measure_first_message(
             api_key="bench-key",
             stream=True,
         )
+        sink = _FirstCreate()
         job = StreamJob(
             adapter=adapter,
             request=request,
-            sink=MemorySink(),
+            sink=sink,
             context=_live_job(session, url, config, number).context,
             config=config,
             transport=_TRANSPORT,
             session=session,
         )
-        timeline = Timeline()
-        await run_stream(job, timeline=timeline, nonce_prefix="bench")
-        return stream_id, timeline, time.monotonic() - timeline.now()
+        await run_stream(job, nonce_prefix="bench")
+        return stream_id, sink.first
 
     done = await asyncio.gather(*(one(number) for number in range(streams)))
     writes = await _writes(session, server)
     first = FIRST_TEXT[family]
     ttfm: list[float] = []
-    for stream_id, timeline, offset in done:
-        sends = timeline.of_kind("send", DELIVERY)
+    for stream_id, created in done:
         written = writes.get(stream_id, [])
-        if sends and len(written) > first:
-            ttfm.append((min(event.t for event in sends) + offset - written[first]) * 1000)
-    return FirstMessageResult(family, streams, pace_ms, ttfm)
+        if created is not None and len(written) > first:
+            ttfm.append((created - written[first]) * 1000)
+    guards = _family_adapter(family).guards
+    window = guards.think_start_window if guards.think_tags else 0
+    return FirstMessageResult(family, streams, pace_ms, ttfm, mode, window)
 
 
 # -- streams per process ----------------------------------------------------------------------------------

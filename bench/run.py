@@ -39,6 +39,7 @@ from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_capt
 from bench.peer import LiteLLMPeer
 from bench.report import Report
 from bench.server import ServerProcess, split_random
+from rxcord.core.types import DeliveryMode
 from rxcord.sinks.ratelimit import DEFAULT_GLOBAL_METER
 from rxcord.testing.emulator import EmulatorConfig
 
@@ -201,11 +202,20 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         report.latency(result, checked=checked)
                 if 3 in only:
                     streams, chunks, pace_ms = config.first_message
-                    for family in FAMILIES:
-                        report.progress(f"figure 3: time to the first message, {streams} {family} streams")
+                    # Every family live and in edit mode; aggregated on the first family's wire format.
+                    runs = [
+                        (family, mode)
+                        for mode in (DeliveryMode.LIVE, DeliveryMode.EDIT)
+                        for family in FAMILIES
+                    ]
+                    runs.append((FAMILIES[0], DeliveryMode.AGGREGATED))
+                    for family, mode in runs:
+                        report.progress(
+                            f"figure 3: time to the first message, {streams} {family} streams, {mode.value}"
+                        )
                         report.first_message(
                             await live.measure_first_message(
-                                server, session, family, chunks, streams=streams, pace_ms=pace_ms
+                                server, session, family, chunks, streams=streams, pace_ms=pace_ms, mode=mode
                             )
                         )
                 if 4 in only:
