@@ -105,8 +105,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.config import StreamConfig as StreamConfig
     from rxcord.core.config import StreamContext as StreamContext
     from rxcord.core.errors import ConfigError as ConfigError
-    from rxcord.core.errors import DiscordUnreachableError as DiscordUnreachableError
     from rxcord.core.errors import DiscordError as DiscordError
+    from rxcord.core.errors import DiscordUnreachableError as DiscordUnreachableError
     from rxcord.core.errors import InputError as InputError
     from rxcord.core.errors import MissingCredentialError as MissingCredentialError
     from rxcord.core.errors import MissingExtraError as MissingExtraError
