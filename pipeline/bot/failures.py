@@ -129,4 +129,6 @@ def user_notice(
     by_label = {c.label: c for c in candidates}
     candidate = by_label.get(last.label) if last is not None else None
     name = who(candidate) if candidate is not None else _UNNAMED
+    if final.messages:  # delivery began: the failure cut an answer the channel already shows
+        return f"⚠ {name} stopped answering partway: the answer above is incomplete. {_TAIL}"
     return f"⚠ {_plain(final.error, name)} {_TAIL}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from loguru import logger
 
@@ -10,7 +11,7 @@ from rxcord.bot.failures import host_of, log_failures, user_notice, who
 from rxcord.bot.models import ADAPTERS
 from rxcord.compose.turn import Attempt
 from rxcord.core.errors import ProviderRequestDeniedError
-from rxcord.core.state import StreamResult
+from rxcord.core.state import SentMessage, StreamResult
 from rxcord.providers import ErrorType, ProviderError
 
 
@@ -74,6 +75,21 @@ def test_the_provider_is_named_only_on_its_own_service(
 def test_a_notice_is_plain_and_names_no_host(error: ProviderError, sentence: str) -> None:
     notice = user_notice(_failed(error), [_candidate("openrouter", "http://10.1.2.3:8080/v1")])
     assert notice == f"⚠ The model's server {sentence} The bot's operator can see why in its log."
+
+
+def test_a_failure_after_delivery_began_says_the_answer_is_incomplete() -> None:
+    error = ProviderError(type=ErrorType.API_ERROR, message="cut", retryable=True)
+    turn = _failed(error)
+    turn = attrs.evolve(
+        turn,
+        result=attrs.evolve(
+            turn.result, messages=(SentMessage(payload={"content": "half"}, message_id="1"),)
+        ),
+    )
+    assert user_notice(turn, [_candidate("openai", None)]) == (
+        "⚠ OpenAI stopped answering partway: the answer above is incomplete. "
+        "The bot's operator can see why in its log."
+    )
 
 
 def test_a_denial_keeps_its_own_words() -> None:
