@@ -20,7 +20,8 @@ Modules, one job each:
 * ``store``: messages, nonces, snowflakes and the clock; ``guild``: the guild, its channels and
   members; ``events``: the event hub every change is published on.
 * ``app``: ``DiscordEmulator`` and the request pipeline every Discord route goes through.
-* ``messages``, ``webhooks``, ``identity``, ``interactions``: the REST routes.
+* ``messages``, ``reactions`` (the bot's own), ``webhooks``, ``identity``, ``interactions``: the
+  REST routes.
 * ``gateway``: the websocket gateway; ``inject``: the ``/_emulator/`` routes (act as a user,
   list channels and messages, server-sent events); ``members``: the ``/_emulator/`` routes that
   set a member's roles and a role's permissions (computed into interactions' permissions).
