@@ -17,6 +17,7 @@ from bench.discord import DeliveryResult
 from bench.linear import PROSE, LinearResult
 from bench.live import Capacity, FirstMessageResult, LagResult, LatencyResult
 from bench.live_split import LiveSplit
+from bench.reads import ReadsResult
 from bench.stages import LOGIC_03_07, StageTimes
 from bench.stats import percentile
 from rxcord.core.types import DeliveryMode
@@ -95,6 +96,33 @@ class Report:
         self.lite = lite
 
     # -- figures -------------------------------------------------------------------------------------------
+
+    def reads(self, results: list[ReadsResult], capture: str) -> None:
+        """Figure 1 with the events per read set by the server: chain / transport floor at each."""
+        for level in results:
+            self.rows.append(
+                Row(
+                    f"1 ({capture}, ~{level.events_per_write} events per read)",
+                    "chain / transport floor (b), calls per event",
+                    f"{level.ratio:.2f}x ({level.chain_us:.2f} / {level.floor_us:.2f} µs; "
+                    f"{level.events_per_read:.1f} per read; {level.chain_calls:.0f} calls)",
+                    "printed",
+                )
+            )
+        lines = [
+            f"**{capture}, events per read set** (``bench.reads``: N whole events per write, one write "
+            "per gap, so aiohttp hands over one write per read): CPU µs per event, medians",
+            "",
+            "| events per write | gap µs | events per read (measured) | floor (b) | chain | chain / (b) "
+            "| chain calls per event |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {r.events_per_write} | {r.gap_us:,} | {r.events_per_read:.1f} | {r.floor_us:.2f} | "
+            f"{r.chain_us:.2f} | {r.ratio:.2f}x | {r.chain_calls:.0f} |"
+            for r in results
+        ]
+        self.sections.append("\n".join(lines))
 
     def cost(self, result: costs.CostResult, *, headline: bool) -> None:
         """Figure 1 for one capture and write mode."""

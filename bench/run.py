@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 import attrs
 
-from bench import cost, discord, linear, live, live_split, stages
+from bench import cost, discord, linear, live, live_split, reads, stages
 from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
 from bench.peer import LiteLLMPeer
 from bench.report import Report
@@ -76,6 +76,8 @@ class Config:
     capacity_chunks: int = 300
     linear_size: int = 1_000_000
     """Figure 6: characters of each adversarial line."""
+    reads_size: int = 2_000
+    """Figure 1's set events per read: chunks of its capture (one write per 0.7-6 ms)."""
 
     @classmethod
     def full(cls, runs: int) -> Config:
@@ -122,10 +124,11 @@ class Config:
             capacity_ladder=(2, 4),
             capacity_chunks=60,
             linear_size=16_000,
+            reads_size=200,
         )
 
     def specs(self) -> list[CaptureSpec]:
-        sizes = {self.headline, *self.sizes, self.memory_size, self.stage_size}
+        sizes = {self.headline, *self.sizes, self.memory_size, self.stage_size, self.reads_size}
         specs = [CaptureSpec(size, reasoning) for size in sorted(sizes) for reasoning in (False, True)]
         specs += [CaptureSpec(size, paragraphs=True) for size in self.sizes]
         live_sizes = {self.lag_chunks, self.capacity_chunks, *(run[1] for run in self.latency)}
@@ -325,6 +328,12 @@ async def _figures_1_2(
                     server, session, sdk, name, mode, headline, runs=config.runs, lite=lite if main else None
                 )
                 report.cost(result, headline=main)
+    if 1 in only:
+        name = capture_name(config.reads_size)
+        report.progress(f"figure 1: {name}, about 1, 3 and 64 events per read")
+        report.reads(
+            await reads.measure_reads(server, session, name, config.reads_size, runs=config.runs), name
+        )
     if 2 in only:
         report.progress(f"figure 2: {', '.join(capture_name(size) for size in config.sizes)}, interleaved")
         by_size = await cost.measure_sizes(

@@ -9,6 +9,12 @@ what to serve and how::
 * ``mode`` ``random``: the body cut into seeded random pieces of 1-512 bytes
   (events, lines and UTF-8 characters split anywhere); ``event``: one write per
   SSE event.
+* ``g<N>x<GAP>`` (figure 1's controlled reads): *N* SSE events per write, one write every
+  *GAP* microseconds on an absolute schedule; a gap shorter than the loop's timer resolution
+  (about a millisecond) is waited by spinning on ``time.monotonic`` in this process, which
+  serves one stream at a time in figure 1. With a gap longer than the client needs for a
+  write, aiohttp hands the client one write per read: the events per read are set, not
+  incidental (``grouped_mode``).
 * ``pace_ms`` > 0 (``event`` mode): event *i* is written at ``t0 + phase + i * pace``
   (an absolute schedule, so pacing does not drift; ``phase_ms`` spreads streams
   over the interval). The time each event was actually written is recorded
@@ -22,7 +28,7 @@ prints the port on its first line and serves until stdin closes.
 
 from __future__ import annotations
 
-__all__ = ("ServerProcess", "piece_sizes", "split_events", "split_random")
+__all__ = ("ServerProcess", "grouped_mode", "parse_grouped", "piece_sizes", "split_events", "split_random")
 
 import argparse
 import asyncio
@@ -60,6 +66,37 @@ def split_events(body: bytes) -> list[bytes]:
     return pieces
 
 
+def grouped_mode(events: int, gap_us: int) -> str:
+    """The write mode serving *events* SSE events per write, one write every *gap_us* microseconds."""
+    return f"g{events}x{gap_us}"
+
+
+def parse_grouped(mode: str) -> tuple[int, int] | None:
+    """``(events per write, gap in microseconds)`` of a ``grouped_mode``; ``None`` for another mode."""
+    if not mode.startswith("g") or "x" not in mode:
+        return None
+    events, gap = mode[1:].split("x", 1)
+    return int(events), int(gap)
+
+
+def split_grouped(body: bytes, events: int) -> list[bytes]:
+    """*body* as pieces of *events* whole SSE events each (the last may hold fewer)."""
+    singles = split_events(body)
+    return [b"".join(singles[i : i + events]) for i in range(0, len(singles), events)]
+
+
+_SPIN_BELOW = 0.002
+"""Waits shorter than this are spun, not slept: the loop's timers round up to about a millisecond."""
+
+
+async def _wait_until(deadline: float) -> None:
+    delay = deadline - time.monotonic()
+    if delay > _SPIN_BELOW:
+        await asyncio.sleep(delay - _SPIN_BELOW)
+    while time.monotonic() < deadline:
+        pass
+
+
 def piece_sizes(pieces: list[bytes]) -> tuple[int, float]:
     """Number of pieces and mean size."""
     return len(pieces), (sum(map(len, pieces)) / len(pieces) if pieces else 0.0)
@@ -79,7 +116,11 @@ class _App:
             if path.parent != self.captures or not path.is_file():
                 raise web.HTTPNotFound()
             body = path.read_bytes()
-            found = split_random(body) if mode == "random" else split_events(body)
+            grouped = parse_grouped(mode)
+            if grouped is not None:
+                found = split_grouped(body, grouped[0])
+            else:
+                found = split_random(body) if mode == "random" else split_events(body)
             self.cache[key] = found
         return found
 
@@ -95,7 +136,14 @@ class _App:
         response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         try:
-            if pace_ms > 0:
+            grouped = parse_grouped(mode)
+            if grouped is not None:
+                gap = grouped[1] / 1e6
+                t0 = time.monotonic() + 0.002
+                for index, piece in enumerate(pieces):
+                    await _wait_until(t0 + index * gap)
+                    await response.write(piece)
+            elif pace_ms > 0:
                 pace = pace_ms / 1000.0
                 t0 = time.monotonic() + 0.005 + phase_ms / 1000.0
                 written = self.writes[stream_id] = []
