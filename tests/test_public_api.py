@@ -151,6 +151,7 @@ PUBLIC: dict[str, list[str]] = {
         "MessageSource",
         "Permissions",
         "RestSource",
+        "StopsElsewhere",
         "build_conversation",
         "end_lines",
         "read_conversation",

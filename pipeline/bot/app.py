@@ -59,8 +59,10 @@ from rxcord.bot import reach
 from rxcord.bot.admin import install_admin, reload
 from rxcord.bot.config import BotConfig, ModelSection, load_tools
 from rxcord.bot.failures import log_failures, user_notice
+from rxcord.bot.invite import invite_url
 from rxcord.bot.limits import Limits
 from rxcord.bot.models import ADAPTERS, ModelChoices, ModelSet, model_keys, models_state_path
+from rxcord.bot.scale import make_client, shared_limiter, stops_elsewhere
 from rxcord.compose import KeyCooldown
 from rxcord.discord import (
     Answer,
@@ -193,7 +195,8 @@ class RxcordBot:
         """The tool loop's tools and handler (``[tools]``), or ``None``: the loop is off."""
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self._session: aiohttp.ClientSession | None = None
-        self._limiter = RateLimiter()
+        self._limiter: RateLimiter = shared_limiter(config, self._env, self.secrets.token)
+        """Discord's rate limits: in this process, or shared in Redis by every process (``[scale]``)."""
         self._sink: RestSink | None = None
         self._source: RestSource | None = None
         self._webhook_channel: str | None = None
@@ -212,6 +215,8 @@ class RxcordBot:
             failure_notice=self._failure_notice,
             admission=self.limits,
         )
+        self.elsewhere = stops_elsewhere(config, self._env, self.secrets.token, self.answers)
+        """``/stop`` and ``/kill`` reaching the bot's other processes (with ``[scale] redis_url_env``)."""
         self.tree = app_commands.CommandTree(self.client)
         self.answers.install(self.tree)
         install_admin(self.tree, self)
@@ -249,6 +254,9 @@ class RxcordBot:
         self._source = RestSource(base, self.secrets.token, self._session, self._limiter)
         if self.secrets.webhook_id is not None:
             self._webhook_channel = await self._webhook_channel_id(base)
+        if self.elsewhere is not None:
+            await self.elsewhere.start()  # before the gateway: a /stop may come with the first event
+            self.answers.elsewhere = self.elsewhere
         # Each failure to reach Discord is one line naming its setting (rxcord.bot.reach).
         token_env = self.config.discord.token_env
         await reach.login(self.client, self.secrets.token, base=base, token_env=token_env)
@@ -261,6 +269,11 @@ class RxcordBot:
             model=self.config.default_model.model,
             mode=self.config.delivery.mode.value,
         )
+
+    @property
+    def invite_url(self) -> str:
+        """The link that adds the bot to a server with the permissions it needs (after ``start``)."""
+        return invite_url(self.client.application_id or (self.client.user.id if self.client.user else 0))
 
     async def wait_closed(self) -> None:
         """Until the gateway connection ends (``close``)."""
@@ -278,9 +291,11 @@ class RxcordBot:
         await reach.close_steps(
             ("answers", lambda: self.answers.close(StopKind.USER, grace=_SHUTDOWN_GRACE)),
             ("limits", self.limits.close),  # after the answers: each settled its counters first
+            ("other processes", self.elsewhere.close if self.elsewhere is not None else _nothing),
             ("gateway", self.client.close),
             ("connection", self._connection_ended),
             ("http session", self._session.close if self._session is not None else _nothing),
+            ("rate limiter", self._limiter.aclose),
         )
 
     async def _connection_ended(self) -> None:
@@ -293,7 +308,7 @@ class RxcordBot:
     def _make_client(self) -> discord.Client:
         intents = discord.Intents.default()
         intents.message_content = True
-        client = discord.Client(intents=intents, allowed_mentions=discord.AllowedMentions.none())
+        client = make_client(self.config, intents, allowed_mentions=discord.AllowedMentions.none())
         bot = self
 
         @client.event

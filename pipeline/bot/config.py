@@ -245,6 +245,11 @@ class ModelSection:
         return extra
 
 
+def _short_text(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and (len(value) > 100 or "\n" in value):
+        raise _FieldError(attribute, "must be one short line (at most 100 characters)")
+
+
 @attrs.frozen(kw_only=True)
 class DiscordSection:
     """``[discord]``: how the bot reaches Discord."""
@@ -254,6 +259,8 @@ class DiscordSection:
     """The REST API base; the emulator's (``rxcord emulator`` prints it) to run offline."""
     gateway_url: str | None = None
     """The gateway's websocket URL (default: Discord's); the emulator prints its own."""
+    status: str = attrs.field(default="Mention me to ask", validator=_short_text)
+    """The bot's status line under its name (a custom status; ``""``: none)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -264,11 +271,6 @@ class PromptSection:
         default="You are {bot_name}, a helpful assistant in a Discord chat. Today is {date}.",
         validator=_template,
     )
-
-
-def _short_text(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is not None and (len(value) > 100 or "\n" in value):
-        raise _FieldError(attribute, "must be one short line (at most 100 characters)")
 
 
 @attrs.frozen(kw_only=True)
@@ -429,12 +431,36 @@ class ModelPrice:
     output_per_million: float = attrs.field(validator=_non_negative_number)
 
 
+def _shard_ids(instance: Any, attribute: attrs.Attribute[Any], value: Sequence[int]) -> None:
+    count = instance.shard_count
+    if value and count is None:
+        raise _FieldError(attribute, "needs shard_count (how many shards the whole bot runs)")
+    if len(set(value)) != len(value):
+        raise _FieldError(attribute, "names a shard twice")
+    wrong = [n for n in value if not 0 <= n < (count or 0)]
+    if wrong:
+        raise _FieldError(attribute, f"must be shard numbers from 0 to {(count or 1) - 1}, got {wrong[0]}")
+    if value and len(value) < (count or 0) and instance.redis_url_env is None:
+        # Other processes run the other shards: without Redis each would keep its own limits,
+        # rate limits and stops, and together break all three (safe by default).
+        raise _FieldError(
+            attribute,
+            "runs some of the shards here: the other processes share limits, Discord's rate limits "
+            "and /stop only through Redis; set [scale] redis_url_env",
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ScaleSection:
-    """``[scale]``: several bot processes share state through Redis."""
+    """``[scale]``: several bot processes share state through Redis; shards split the gateway."""
 
     redis_url_env: str | None = attrs.field(default=None, validator=_env_name)
-    """The environment variable holding the Redis URL: the limits' counters live there."""
+    """The environment variable holding the Redis URL: the limits' counters, Discord's rate
+    limits (``rxcord.sinks.RedisStore``) and ``/stop`` (``rxcord.io.RedisStopBus``) live there."""
+    shard_count: int | None = attrs.field(default=None, validator=_optional_positive)
+    """How many gateway shards the whole bot runs (``None``: one connection, no sharding)."""
+    shard_ids: tuple[int, ...] = attrs.field(default=(), validator=_shard_ids)
+    """The shards this process runs (default: all of ``shard_count``); fewer needs ``redis_url_env``."""
 
 
 @attrs.frozen(kw_only=True)

@@ -26,8 +26,12 @@ async def serve_bot(
     ready: Callable[[], object] | None = None,
     config_path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    say: Callable[[str], object] | None = None,
 ) -> None:
-    """Run the bot until SIGINT or SIGTERM, then shut it down gracefully; SIGHUP reloads *config_path*."""
+    """Run the bot until SIGINT or SIGTERM, then shut it down gracefully; SIGHUP reloads *config_path*.
+
+    *say* gets the lines an operator reads at start: the invite link (``invite: https://...``).
+    """
     from rxcord.bot.app import RxcordBot
 
     bot = RxcordBot(config, config_path=config_path, env=env)
@@ -43,6 +47,8 @@ async def serve_bot(
         if config.runtime.gc_tuning:
             # After start: the client, its caches and the configuration live as long as the process.
             previous = tuned_collector()
+        if say is not None:
+            say(f"invite: {bot.invite_url}")
         if ready is not None:
             ready()
         closed = asyncio.create_task(bot.wait_closed())
@@ -77,7 +83,9 @@ def bot_command(
         logger.enable("rxcord")
         if not verbose:
             logger.add(sys.stderr, level="INFO", filter="rxcord")
-        asyncio.run(serve_bot(config, ready=lambda: write("bot ready"), config_path=Path(config_path)))
+        asyncio.run(
+            serve_bot(config, ready=lambda: write("bot ready"), config_path=Path(config_path), say=write)
+        )
     except (InputError, MissingCredentialError) as exc:
         write(f"rxcord bot: {exc}")
         return 2

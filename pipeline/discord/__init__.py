@@ -4,7 +4,7 @@
 * the answer manager: ``Answers`` (one answer at a time per asker per channel, addressed
   follow-ups interrupt, a stop key per answer, an ``Admission`` hook for limits);
 * who may ask and who may stop: ``Permissions``;
-* ``/stop`` and ``/kill``: ``answers.install(tree)``;
+* ``/stop`` and ``/kill``: ``answers.install(tree)``; across processes: ``StopsElsewhere``;
 * what an answer shows of its state: ``Markers``, ``writing_reaction``, ``end_lines``, ``show_end``.
 
 Names load lazily: ``import rxcord.discord`` works without discord.py, and a name that needs
@@ -34,6 +34,7 @@ _EXPORTS = {
     "MessageSource": "rxcord.discord.conversation",
     "Permissions": "rxcord.discord.permissions",
     "RestSource": "rxcord.discord.sources",
+    "StopsElsewhere": "rxcord.discord.elsewhere",
     "build_conversation": "rxcord.discord.conversation",
     "end_lines": "rxcord.discord.visible",
     "read_conversation": "rxcord.discord.conversation",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from rxcord.discord.conversation import build_conversation as build_conversation
     from rxcord.discord.conversation import read_conversation as read_conversation
     from rxcord.discord.discordpy import DiscordPySource as DiscordPySource
+    from rxcord.discord.elsewhere import StopsElsewhere as StopsElsewhere
     from rxcord.discord.images import ImageFetcher as ImageFetcher
     from rxcord.discord.permissions import Permissions as Permissions
     from rxcord.discord.sources import RestSource as RestSource

@@ -50,7 +50,8 @@ from rxcord.discord.permissions import Permissions
 if TYPE_CHECKING:
     import discord
 
-    from rxcord.discord.conversation import ContextLimits, MessageSource
+    from rxcord.discord.conversation import ContextLimits, ImageReader, MessageSource
+    from rxcord.discord.elsewhere import StopsElsewhere
     from rxcord.sinks.base import DiscordSink
 
 _log = logger.bind(stage="bot-answers")
@@ -179,6 +180,8 @@ class Answers:
         assistant_ids: More authors whose messages are the assistant's (a persona webhook's id):
             replying to them addresses the bot too.
         vision: Send image attachments to the model.
+        images: Downloads them, sent inline (default: ``ImageFetcher`` on Discord's attachment
+            hosts, ``limits.max_image_bytes``; ``ImageFetcher.for_api`` adds the emulator's).
         source: Where conversations are read (default: discord.py, from the message).
         answer: Replace how one answer is produced (the ready bot's REST path).
         failure_notice: Tell the channel an answer failed (default: a short reply).
@@ -199,6 +202,7 @@ class Answers:
         interrupt: Interrupt = Interrupt.ADDRESSED,
         assistant_ids: Iterable[int | str] = (),
         vision: bool = False,
+        images: ImageReader | None = None,
         source: MessageSource | None = None,
         answer: AnswerFn | None = None,
         failure_notice: FailureNotice | None = None,
@@ -215,6 +219,7 @@ class Answers:
         self.interrupt = interrupt
         self.assistant_ids = frozenset(str(i) for i in assistant_ids)
         self.vision = vision
+        self.images = images
         self.source = source
         self._answer: AnswerFn = answer or self._default_answer
         self._notice = failure_notice or _reply_notice
@@ -225,6 +230,9 @@ class Answers:
         self._latest: dict[tuple[str, str], Answer] = {}
         self._numbers = itertools.count(1)
         self.closing = False
+        self.elsewhere: StopsElsewhere | None = None
+        """The bot's other processes (``rxcord.discord.StopsElsewhere``): a ``/stop`` or ``/kill``
+        that finds nothing here asks them."""
 
     def __repr__(self) -> str:
         return f"Answers(active={len(self.active)}, interrupt={self.interrupt.value!r})"
@@ -382,15 +390,18 @@ class Answers:
 
     async def _default_answer(self, answer: Answer) -> TurnResult | None:
         from rxcord.discord.conversation import ContextLimits, read_conversation
+        from rxcord.discord.images import ImageFetcher
 
         message = answer.message
         me = self.client.user
         assert me is not None
+        limits = self.limits or ContextLimits()
         conversation = await read_conversation(
             message,
             me=me,
-            limits=self.limits or ContextLimits(),
+            limits=limits,
             vision=self.vision,
+            images=self.images or ImageFetcher(max_bytes=limits.max_image_bytes),
             source=self.source,
             assistant_ids=self.assistant_ids,
         )

@@ -6,6 +6,10 @@
 among the answers running or queued in the channel; without it, the caller's own answer
 (the running one first), or for a moderator the one running now.
 
+A bot run as several processes sets ``Answers.elsewhere`` (``rxcord.discord.StopsElsewhere``):
+a command that finds no answer here is deferred and asks the other processes, which decide with
+this same ``decide``.
+
 Who may: the answer's asker, or a moderator (``Permissions.may_stop``). The commands need no
 Discord permission (``default_member_permissions`` unset): every asker may stop their own
 answer, and the rule is checked per answer when the command runs. Replies are ephemeral.
@@ -134,18 +138,31 @@ async def run_command(
     decision = decide(answers, interaction.user, channel, kind, choice, manage_messages=manage)
     if decision.outcome == "stopped" and decision.answer is not None:
         answers.stop(decision.answer, kind, by=str(interaction.user.id))
+    deferred = decision.outcome in ("nothing", "unknown") and answers.elsewhere is not None
+    if deferred and answers.elsewhere is not None:
+        # Another process may run it: deferred first, its reply may take longer than Discord's 3 s.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        remote = await answers.elsewhere.stop(interaction.user, channel, kind, choice, manage_messages=manage)
+        decision = remote or decision
     name = "kill" if kind is StopKind.KILL else "stop"
     _log.info(
         "/{name} by user {caller} in channel {channel} on {answer}: {outcome}",
         name=name,
         caller=interaction.user.id,
         channel=channel.id,
-        answer=decision.answer.describe() if decision.answer is not None else "no answer",
+        answer=(
+            decision.answer.describe()
+            if decision.answer is not None
+            else decision.fields.get("answer", "no answer")
+        ),
         outcome=decision.outcome,
     )
     copy = default_catalog().for_locale(_locale_code(getattr(interaction, "locale", None)))
     text = copy.text(decision.key, decision.default, **decision.fields)
-    await interaction.response.send_message(text, ephemeral=True)
+    if deferred:
+        await interaction.edit_original_response(content=text)
+    else:
+        await interaction.response.send_message(text, ephemeral=True)
     return decision
 
 

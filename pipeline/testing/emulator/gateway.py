@@ -12,8 +12,8 @@ What it does, in the order a client sees it:
   unknown opcode with 4001, a frame that is not a JSON object (or over 4096 bytes) with 4002.
 * RESUME (op 6) is answered with INVALID_SESSION ``false``: sessions are not kept, the client
   identifies again (discord.py does so at once).
-* REQUEST_GUILD_MEMBERS (op 8) is answered with one GUILD_MEMBERS_CHUNK; presence and voice
-  updates are accepted and ignored.
+* REQUEST_GUILD_MEMBERS (op 8) is answered with one GUILD_MEMBERS_CHUNK; a presence (IDENTIFY's
+  or PRESENCE_UPDATE's) is kept as ``GatewaySession.presence``; voice updates are ignored.
 * Dispatches: MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE (``GUILD_MESSAGES`` /
   ``DIRECT_MESSAGES``), TYPING_START (the typing intents), THREAD_CREATE (``GUILDS``),
   GUILD_MEMBER_ADD / UPDATE when a user first acts, is renamed or gets other roles
@@ -113,6 +113,8 @@ class GatewaySession:
         self.seq = 0
         self.shard: tuple[int, int] = (0, 1)
         """IDENTIFY's ``[shard_id, shard_count]``."""
+        self.presence: dict[str, Any] | None = None
+        """The presence IDENTIFY or the latest PRESENCE_UPDATE set (status, activities), as sent."""
         self._zlib = zlib.compressobj() if zlib_stream else None
         self._outbox: asyncio.Queue[dict[str, Any] | int] = asyncio.Queue()
         self._writer = asyncio.get_running_loop().create_task(self._write())
@@ -298,6 +300,9 @@ class Gateway:
             }
             session.dispatch("GUILD_MEMBERS_CHUNK", chunk)
             return None
+        if op == Op.PRESENCE_UPDATE and isinstance(d, dict):
+            session.presence = d
+            return None
         if op in (Op.PRESENCE_UPDATE, Op.VOICE_STATE_UPDATE):
             return None
         return 4001
@@ -322,6 +327,8 @@ class Gateway:
         owns_guild = session.serves(emu.guild.id)
         emu.counters.gateway["identify"] += 1
         session.intents = intents
+        presence = d.get("presence")
+        session.presence = presence if isinstance(presence, dict) else None
         session.session_id = secrets.token_hex(16)
         user = {
             **user_object(cfg.bot_id, cfg.bot_username, bot=True),
