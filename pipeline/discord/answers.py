@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     import discord
 
     from rxcord.discord.conversation import ContextLimits, ImageReader, MessageSource
+    from rxcord.discord.elsewhere import StopsElsewhere
     from rxcord.sinks.base import DiscordSink
 
 _log = logger.bind(stage="bot-answers")
@@ -229,6 +230,9 @@ class Answers:
         self._latest: dict[tuple[str, str], Answer] = {}
         self._numbers = itertools.count(1)
         self.closing = False
+        self.elsewhere: StopsElsewhere | None = None
+        """The bot's other processes (``rxcord.discord.StopsElsewhere``): a ``/stop`` or ``/kill``
+        that finds nothing here asks them."""
 
     def __repr__(self) -> str:
         return f"Answers(active={len(self.active)}, interrupt={self.interrupt.value!r})"
