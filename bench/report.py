@@ -459,6 +459,30 @@ class Report:
             )
         return text
 
+    def live_peer(self, peer: LagResult, chain: LagResult) -> None:
+        """Figure 4's user alternative: the OpenAI SDK into a hand-written bot, beside the chain."""
+        label = f"4 (live peer, {peer.streams} x {peer.rate:g}/s)"
+        self.rows.append(
+            Row(
+                label,
+                "CPU/chunk and p99 lag: SDK + hand-written bot vs chain",
+                f"{peer.cpu_per_chunk_us:.1f} vs {chain.cpu_per_chunk_us:.1f} µs; "
+                f"{_ms(percentile(peer.lag_ms, 99))} vs {_ms(percentile(chain.lag_ms, 99))}",
+                "printed",
+            )
+        )
+        self.sections.append(
+            f"Figure 4's live peer (``bench.sdk_bot``): the OpenAI SDK's streaming loop into a "
+            "hand-written discord.py-style bot (accumulate, send at a paragraph break or 2,000 "
+            f"characters to a memory sink), {peer.streams} streams at {peer.rate:g} chunks/s, the same "
+            f"load as the chain: CPU {peer.cpu_per_chunk_us:.1f} µs per chunk against the chain's "
+            f"{chain.cpu_per_chunk_us:.1f}; lag from the server's write to the bot's loop p50 "
+            f"{_ms(percentile(peer.lag_ms, 50))}, p99 {_ms(percentile(peer.lag_ms, 99))} (chain: p50 "
+            f"{_ms(percentile(chain.lag_ms, 50))}, p99 {_ms(percentile(chain.lag_ms, 99))}); "
+            f"{peer.completed} of {peer.streams} streams complete; tracked objects per stream "
+            f"{peer.tracked_per_stream:.0f} (chain: {chain.tracked_per_stream:.0f})."
+        )
+
     def first_message(self, result: FirstMessageResult) -> None:
         """Time to the first Discord message for one provider family in one delivery mode."""
         mode = result.mode.value

@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 import attrs
 
-from bench import cost, discord, linear, live, live_split, reads, stages
+from bench import cost, discord, linear, live, live_split, reads, sdk_bot, stages
 from bench.make_captures import FAMILIES, CaptureSpec, capture_name, ensure_captures
 from bench.peer import LiteLLMPeer
 from bench.report import Report
@@ -76,6 +76,8 @@ class Config:
     capacity_chunks: int = 300
     linear_size: int = 1_000_000
     """Figure 6: characters of each adversarial line."""
+    peer_streams: int = 50
+    """Figure 4's live peer (and the chain beside it): streams at ``lag_rate``."""
     reads_size: int = 2_000
     """Figure 1's set events per read: chunks of its capture (one write per 0.7-6 ms)."""
 
@@ -125,6 +127,7 @@ class Config:
             capacity_chunks=60,
             linear_size=16_000,
             reads_size=200,
+            peer_streams=10,
         )
 
     def specs(self) -> list[CaptureSpec]:
@@ -230,6 +233,9 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         streams=config.lag_streams,
                         rate=config.lag_rate,
                     )
+                    peer_client = sdk_bot.live_sdk_client(server)
+                    if peer_client is not None:
+                        await _live_peer(config, server, session, peer_client, report, chain)
                     report.progress("figure 4: the transport floor at the same load")
                     floor = await live.measure_lag_floor(
                         server,
@@ -306,6 +312,33 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
         report.progress(f"figure 6: one {config.linear_size:,}-character line of each adversarial shape")
         # Pure CPU on one thread: two runs bound a full run's time (a 1 MB line per shape, twice).
         report.linear(linear.measure_linear(config.linear_size, runs=min(config.runs, 2)))
+
+
+async def _live_peer(
+    config: Config,
+    server: ServerProcess,
+    session: aiohttp.ClientSession,
+    client: Any,
+    report: Report,
+    chain: live.LagResult,
+) -> None:
+    """Figure 4's user alternative (the OpenAI SDK into a hand-written bot) beside the chain, at one load.
+
+    At ``peer_streams``: the SDK costs several times the chain per chunk, so figure 4's full
+    count would need several cores; the chain runs again at that count when it differs.
+    """
+    streams = config.peer_streams
+    if streams != config.lag_streams:
+        report.progress(f"figure 4: the chain at {streams} streams, beside the live peer")
+        chain = await live.measure_lag(
+            server, session, config.lag_chunks, streams=streams, rate=config.lag_rate
+        )
+    report.progress(f"figure 4: the OpenAI SDK into a hand-written bot, {streams} streams")
+    peer = await sdk_bot.measure_sdk_bot(
+        server, session, client, config.lag_chunks, streams=streams, rate=config.lag_rate
+    )
+    await client.close()
+    report.live_peer(peer, chain)
 
 
 async def _figures_1_2(
