@@ -28,7 +28,15 @@ prints the port on its first line and serves until stdin closes.
 
 from __future__ import annotations
 
-__all__ = ("ServerProcess", "grouped_mode", "parse_grouped", "piece_sizes", "split_events", "split_random")
+__all__ = (
+    "ServerProcess",
+    "grouped_mode",
+    "parse_grouped",
+    "piece_sizes",
+    "split_events",
+    "split_grouped",
+    "split_random",
+)
 
 import argparse
 import asyncio

@@ -18,7 +18,8 @@ from bench.gcwatch import TUNED_THRESHOLDS, GcWatch, tuned_gc
 from bench.make_captures import FAMILIES, FIRST_TEXT, CaptureSpec, capture_name, make_capture
 from bench.protocol import read_events
 from bench.report import Report, Row
-from bench.server import split_events, split_random
+from bench.sdk_bot import LIMIT, HandWrittenBot
+from bench.server import grouped_mode, parse_grouped, split_events, split_grouped, split_random
 from bench.stages import batches_of, interleaved
 from bench.stats import percentile
 from rxcord.compose.pipeline import stage03
@@ -74,8 +75,13 @@ def test_quick_run_prints_the_table_and_writes_results(tmp_path: Path) -> None:
         "live CPU per chunk split: transport alone",
         "(paragraph-heavy)",
         "splitter: slowest shape / prose",
+        "~64 events per read",
+        "first message, anthropic, edit",
+        "first message, openai, aggregated",
     ):
         assert row in done.stdout, f"no row {row!r}"
+    if openai_installed():
+        assert "live peer" in done.stdout
     assert "one batch per read" in out.read_text(encoding="utf-8")
     text = out.read_text(encoding="utf-8")
     assert "## Figures" in text and "nproc" in text and "| chain / floor (a) |" in text
@@ -290,3 +296,30 @@ def test_paragraph_heavy_captures_break_paragraphs_several_times_as_often() -> N
     assert dense.count("\n\n") / len(dense) > 3 * plain.count("\n\n") / len(plain)
     body = make_capture(CaptureSpec(200, paragraphs=True))
     assert body.count(b"data: ") == 200 + 1 and body.endswith(b"data: [DONE]\n\n")  # 200 events, [DONE]
+
+
+def openai_installed() -> bool:
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_grouped_writes_hold_whole_events_and_rebuild_the_body() -> None:
+    body = make_capture(CaptureSpec(200))
+    for events in (1, 3, 64):
+        pieces = split_grouped(body, events)
+        assert b"".join(pieces) == body
+        counts = [piece.count(b"\n\n") for piece in pieces]
+        assert counts[:-1] == [events] * (len(pieces) - 1) and 0 < counts[-1] <= events
+    assert parse_grouped(grouped_mode(64, 6000)) == (64, 6000)
+    assert parse_grouped("event") is None and parse_grouped("random") is None
+
+
+async def test_the_hand_written_bot_sends_at_paragraph_breaks_and_at_the_limit() -> None:
+    bot = HandWrittenBot()
+    for delta in ["One ", "para.\n", "\nTwo", " paras.\n\n", "x" * 2500]:
+        await bot.feed(delta)
+    await bot.close()
+    assert bot.sent == ["One para.", "Two paras.", "x" * LIMIT, "x" * 500]
