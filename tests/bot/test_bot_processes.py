@@ -23,8 +23,10 @@ from typing import Any
 import aiohttp
 import attrs
 import pytest
+import redis.asyncio as aioredis
 
 from rxcord.bot.invite import permissions_value
+from rxcord.bot.scale import namespace
 from rxcord.testing.emulator import DiscordEmulator, EmulatorConfig
 from rxcord.testing.emulator.server import serve
 from tests.bot.conftest import GENERAL, EchoProvider, eventually
@@ -125,6 +127,8 @@ class Cluster:
     provider: EchoProvider
     session: aiohttp.ClientSession
     processes: dict[str, BotProcess]
+    token: str
+    redis_url: str
 
     async def say(self, channel: str, content: str, author: str) -> dict[str, Any]:
         body = {"channel_id": channel, "author_id": author, "username": "alice", "content": content}
@@ -188,7 +192,7 @@ async def cluster(redis_url: str, tmp_path: Path) -> AsyncIterator[Cluster]:
                 processes[name].reader = asyncio.create_task(processes[name].read())
             for process in processes.values():
                 await process.wait_ready()
-            yield Cluster(emulator, provider, session, processes)
+            yield Cluster(emulator, provider, session, processes, token, redis_url)
         finally:
             codes = {name: await process.stop() for name, process in processes.items()}
             await provider.close()
@@ -255,3 +259,18 @@ async def test_two_processes_share_stop_limits_and_rate_limits(cluster: Cluster)
 
     # Discord's rate limits: one budget for the token, whatever process spends it.
     assert emulator.counters.rate_limited == 0
+    # Both processes keep that budget in the one Redis: the global meter, and the routes of B's
+    # guild channel and of A's DM, under the token's namespace (an in-process limiter writes none).
+    prefix = f"rxcord:{{{namespace(cluster.token)}}}"
+    keys = await _keys(cluster.redis_url, prefix + "*")
+    assert prefix + ":global" in keys, keys
+    channels = {key.rpartition(":")[2] for key in keys if key.startswith((prefix + ":r:", prefix + ":b:"))}
+    assert {GENERAL, dm} <= channels, keys
+
+
+async def _keys(url: str, pattern: str) -> list[str]:
+    client = aioredis.Redis.from_url(url, decode_responses=True)
+    try:
+        return sorted([key async for key in client.scan_iter(match=pattern)])
+    finally:
+        await client.aclose()
