@@ -11,9 +11,10 @@ after every step, never after an unbounded one.
 
 from __future__ import annotations
 
-__all__ = ("ACCEPT_ENCODING", "Inflater", "body_reader")
+__all__ = ("ACCEPT_ENCODING", "Inflater", "body_inflater", "body_reader")
 
 import zlib
+from collections.abc import Iterator
 from typing import Final
 
 from rxcord.core.body import Read
@@ -28,7 +29,7 @@ class Inflater:
 
     __slots__ = ("_decoder", "_encoding", "_read", "_step", "_tail")
 
-    def __init__(self, read: Read, encoding: str, step: int) -> None:
+    def __init__(self, read: Read | None, encoding: str, step: int) -> None:
         self._read = read
         self._encoding = encoding
         self._step = step
@@ -39,6 +40,7 @@ class Inflater:
 
     async def read(self) -> bytes:
         """The next decompressed piece, at most *step* bytes; ``b""`` once the body ended."""
+        assert self._read is not None, "an Inflater fed with feed() has no read"
         while True:
             if self._tail:
                 out = self._inflate(self._tail)
@@ -51,6 +53,24 @@ class Inflater:
             out = self._inflate(piece)
             if out:
                 return out
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decompressed pieces of *data* (pushed by the socket reader), *step* bytes at most each.
+
+        A generator: the next step is inflated only when asked for, so a caller checks its
+        bounds after every step and may stop; the rest of *data* is then never inflated.
+        """
+        out = self._inflate(data)
+        while True:
+            if out:
+                yield out
+            if not self._tail:
+                return
+            out = self._inflate(self._tail)
+
+    def finish(self) -> bytes:
+        """What zlib still holds once the body ended (pushed bodies; ``read`` does it itself)."""
+        return self._finish()
 
     def _inflate(self, data: bytes) -> bytes:
         decoder = self._decoder
@@ -83,11 +103,27 @@ def body_reader(read: Read, content_encoding: str, step: int) -> Read:
     Raises:
         UndecodableBodyError: An encoding other than ``gzip`` or ``deflate`` (never asked for).
     """
+    encoding = _encoding(content_encoding)
+    return read if encoding is None else Inflater(read, encoding, step).read
+
+
+def body_inflater(content_encoding: str, step: int) -> Inflater | None:
+    """An ``Inflater`` for a pushed body (``feed``); ``None`` for an unencoded one.
+
+    Raises:
+        UndecodableBodyError: An encoding other than ``gzip`` or ``deflate`` (never asked for).
+    """
+    encoding = _encoding(content_encoding)
+    return None if encoding is None else Inflater(None, encoding, step)
+
+
+def _encoding(content_encoding: str) -> str | None:
+    """The one rule of what is decoded: ``None`` for an unencoded body."""
     encoding = content_encoding.strip().lower()
     if encoding in ("", "identity"):
-        return read
+        return None
     if encoding in ("gzip", "x-gzip", "deflate"):
-        return Inflater(read, encoding, step).read
+        return encoding
     raise UndecodableBodyError(
         f"the provider sent a body in an encoding that was not asked for: {encoding!r}"
     )

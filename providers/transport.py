@@ -59,6 +59,8 @@ __all__ = ("TransportConfig", "TransportStats", "is_custom_endpoint", "stream_so
 
 import asyncio
 import contextlib
+import ipaddress
+import ssl
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal, overload
@@ -86,9 +88,10 @@ from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
-from rxcord.providers.inflate import ACCEPT_ENCODING, body_reader
+from rxcord.providers.inflate import ACCEPT_ENCODING, body_inflater, body_reader
+from rxcord.providers.socket_reader import OnPiece, SocketResponse, open_request
 from rxcord.providers.sse import SseParser
-from rxcord.providers.ssrf import SsrfGuard, endpoint_url, is_custom_endpoint
+from rxcord.providers.ssrf import SsrfGuard, endpoint_host, endpoint_url, is_custom_endpoint
 
 _log = logger.bind(stage="02-transport")
 
@@ -159,6 +162,14 @@ class TransportConfig:
     ``--allow-loopback``."""
     ssrf_guard: SsrfGuard = SsrfGuard()
     """Checks a custom endpoint's host before every attempt (always on; inject a resolver in tests)."""
+    reader: Literal["auto", "socket", "aiohttp"] = "auto"
+    """Who reads the response: ``"socket"`` (``rxcord.providers.socket_reader``: the body handled
+    in ``data_received``), ``"aiohttp"``, or ``"auto"``: the socket reader where aiohttp would open
+    a session of its own for the attempt (no caller's session, or an SSRF-pinned one: nothing
+    pooled, no proxy settings to honour), the caller's aiohttp session where it would be used.
+    A response the socket reader does not serve (not plain HTTP/1.x) is read through aiohttp."""
+    tls: ssl.SSLContext | None = None
+    """The trust for ``https`` endpoints, on either reader; ``None``: the system's trust store."""
 
 
 @attrs.define
@@ -173,6 +184,10 @@ class TransportStats:
     """The most chunks one attempt held before commitment."""
     peak_held_bytes: int = 0
     """The most body bytes one attempt read before commitment (after decompression)."""
+    readers: list[str] = attrs.field(factory=list)
+    """Who read each attempt's response: ``"socket"`` or ``"aiohttp"``."""
+    sockets: list[asyncio.Transport] = attrs.field(factory=list, repr=False)
+    """The socket reader's connections (each is closing once its attempt is over)."""
 
 
 class _Commit:
@@ -197,6 +212,19 @@ class _Commit:
         """The latest event chunk (a stream whose last event is an error ended with it)."""
         self.failed: tuple[ProviderError, RawStreamChunk] | None = None
         """The rejection that ended the attempt before commitment (and its chunk)."""
+
+
+@attrs.frozen
+class _Answer:
+    """A response as ``_Pump._read`` takes it, from either reader."""
+
+    status: int
+    headers: Mapping[str, str]
+    url: URL
+    read: Read
+    """The (still encoded) body, piece by piece."""
+    pushed: SocketResponse | None = None
+    """The socket reader's response: an event stream is pushed from it (``_push_events``)."""
 
 
 class _DownstreamError(Exception):
@@ -431,7 +459,7 @@ class _Pump:
             async with contextlib.AsyncExitStack() as stack:
                 # Parsed once (an InputError if unusable): the host checked is the host connected to.
                 url = endpoint_url(self.request.url)
-                session = await self._session(stack, url)
+                custom = is_custom_endpoint(self.adapter, url)
                 data = encode_body(body)
                 self.stats.bodies_sent.append(data)
                 headers = {"Content-Type": "application/json", **self.request.headers}
@@ -439,6 +467,10 @@ class _Pump:
                     headers.setdefault("Accept", "text/event-stream")
                 # Decompressed here, in bounded steps (rxcord.providers.inflate), not by aiohttp.
                 headers["Accept-Encoding"] = ACCEPT_ENCODING
+                # The socket reader gives up only on a response it does not serve (then aiohttp reads it).
+                if self._uses_socket(custom) and await self._fetch_socket(url, custom, data, headers, state):
+                    return
+                session = await self._session(stack, url, custom)
                 # The idle bound between pieces is IdleWatch's (one timer per bound, not one per read).
                 timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.connect_timeout)
                 async with asyncio.timeout(self.cfg.first_byte_timeout):
@@ -451,11 +483,16 @@ class _Pump:
                             timeout=timeout,
                             allow_redirects=False,
                             auto_decompress=False,
+                            ssl=self.cfg.tls if self.cfg.tls is not None else True,
                         )
                     )
                 stack.callback(self._mark_closed)
+                self.stats.readers.append("aiohttp")
                 async with IdleWatch(self.cfg.idle_timeout) as watch:
-                    await self._read(response, state, watch)
+                    read = response.content.readany
+                    await self._read(
+                        _Answer(response.status, response.headers, response.url, read), state, watch
+                    )
         except asyncio.CancelledError:
             raise
         except SsrfRefusedError as exc:
@@ -485,9 +522,58 @@ class _Pump:
     def _mark_closed(self) -> None:
         self.stats.closed = True
 
-    async def _session(self, stack: contextlib.AsyncExitStack, url: URL) -> aiohttp.ClientSession:
+    def _uses_socket(self, custom: bool) -> bool:
+        """The reader of this attempt (``TransportConfig.reader``)."""
+        choice = self.cfg.reader
+        if choice != "auto":
+            return choice == "socket"
+        if self.session is None:
+            return True
+        # The caller's session serves what it would serve on the aiohttp path (its pooled
+        # connections, its proxy settings): a provider's origin, or a custom IP literal.
+        return custom and not _literal_host(endpoint_host(self.request.url))
+
+    async def _fetch_socket(
+        self, url: URL, custom: bool, data: bytes, headers: dict[str, str], state: _Commit
+    ) -> bool:
+        """The attempt through the socket reader: the SSRF guard's addresses, never a second lookup.
+
+        ``False``: the response is one the reader does not serve (nothing of it was read).
+        """
+        addresses = None
+        if custom:
+            # Raises before any connection exists; the connection goes to these addresses only.
+            addresses = await self.cfg.ssrf_guard.check(
+                endpoint_host(url), allow_private_network=self.cfg.allow_private_network
+            )
+        async with asyncio.timeout(self.cfg.first_byte_timeout):
+            response = await open_request(
+                self.request.method,
+                url,
+                headers,
+                data,
+                addresses=addresses,
+                tls=self.cfg.tls,
+                connect_timeout=self.cfg.connect_timeout,
+                on_transport=self.stats.sockets.append,
+            )
+        if response is None:
+            return False
+        self.stats.readers.append("socket")
+        try:
+            async with IdleWatch(self.cfg.idle_timeout) as watch:
+                answer = _Answer(response.status, response.headers, response.url, response.read, response)
+                await self._read(answer, state, watch)
+        finally:
+            response.close()
+            self._mark_closed()
+        return True
+
+    async def _session(
+        self, stack: contextlib.AsyncExitStack, url: URL, custom: bool
+    ) -> aiohttp.ClientSession:
         connector: aiohttp.TCPConnector | None = None
-        if is_custom_endpoint(self.adapter, url):
+        if custom:
             # Raises before any connection exists; a host name gets a connector pinned to the
             # checked addresses, an IP literal needs none (aiohttp connects to it without a lookup).
             connector = await self.cfg.ssrf_guard.connector(
@@ -497,16 +583,18 @@ class _Pump:
             return self.session
         return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
 
-    async def _read(self, response: aiohttp.ClientResponse, state: _Commit, watch: IdleWatch) -> None:
+    async def _read(self, answer: _Answer, state: _Commit, watch: IdleWatch) -> None:
+        """The response, read the same way whoever reads it."""
         name = self.adapter.name
-        status = response.status
-        ctype = response.headers.get("Content-Type", "")
-        read = body_reader(response.content.readany, response.headers.get("Content-Encoding", ""), READ_SLICE)
+        status, response_headers, pushed = answer.status, answer.headers, answer.pushed
+        ctype = response_headers.get("Content-Type", "")
+        encoding = response_headers.get("Content-Encoding", "")
+        read = body_reader(answer.read, encoding, READ_SLICE)
         if status >= 400:
             text = await _read_capped(read, self.cfg.max_body_bytes, watch)
             decoded = _decode_json(self.redact.text(text))
             error = classify_http_error(
-                status, decoded, provider=name, headers=dict(response.headers), url=str(response.url)
+                status, decoded, provider=name, headers=dict(response_headers), url=str(answer.url)
             )
             chunk = RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
             self._offer([chunk], state)
@@ -531,14 +619,62 @@ class _Pump:
             metadata = {"complete": True, "status": status}
             self._offer([RawStreamChunk(provider=name, data=decoded, metadata=metadata)], state)
             return
+        if pushed is not None:
+            await self._push_events(pushed, encoding, state, watch)
+            return
         await self._read_events(read, state, watch)
 
     async def _read_events(self, read: Read, state: _Commit, watch: IdleWatch) -> None:
         """The event stream: one batch per network read, straight from the read loop downstream.
 
         One coroutine awaits the reads (no async generator between the socket and the
-        chain: each layer costs a resumption per read). A read larger than ``READ_SLICE``
-        is parsed a slice at a time, so its events' bytes are not all copied at once.
+        chain: each layer costs a resumption per read).
+        """
+        on_piece, end = self._event_feeder(state, watch)
+        state.in_events = True
+        while piece := await read():
+            if on_piece(piece):
+                return
+        end()
+
+    async def _push_events(
+        self, response: SocketResponse, encoding: str, state: _Commit, watch: IdleWatch
+    ) -> None:
+        """The event stream pushed by the socket reader: each piece handled in ``data_received``.
+
+        The same handling as ``_read_events`` (``_event_feeder``), with the bounded inflater
+        fed instead of read; the task only waits for the end (or a stop, or a failure).
+        """
+        on_plain, end = self._event_feeder(state, watch)
+        on_piece: OnPiece = on_plain
+        inflater = body_inflater(encoding, READ_SLICE)
+        if inflater is not None:
+
+            def on_piece(piece: bytes) -> bool:
+                # Every bounded step is checked before the next one is inflated.
+                return any(on_plain(out) for out in inflater.feed(piece))
+
+        state.in_events = True
+        try:
+            stopped = await response.stream(on_piece)
+        except asyncio.CancelledError:
+            if isinstance(response.failure, _DownstreamError):
+                # The observer raised and disposed (cancelling this task) inside data_received:
+                # its exception is still its error, as on the aiohttp path.
+                raise response.failure from None
+            raise
+        if stopped:
+            return
+        rest = inflater.finish() if inflater is not None else b""
+        if rest and on_plain(rest):
+            return
+        end()
+
+    def _event_feeder(self, state: _Commit, watch: IdleWatch) -> tuple[OnPiece, Callable[[], None]]:
+        """What takes each body piece (``True``: stop reading) and what ends the body.
+
+        A piece larger than ``READ_SLICE`` is parsed a slice at a time, so its events'
+        bytes are not all copied at once.
         """
         name = self.adapter.name
         parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
@@ -547,28 +683,31 @@ class _Pump:
         touch = watch.touch
         events = self._events
         feed = parser.feed_raw
-        state.in_events = True
-        while piece := await read():
+
+        def on_piece(piece: bytes) -> bool:
+            nonlocal total
             touch()
             size = len(piece)
             total += size
             if total > limit:
                 self._offer([_malformed(name, f"stream exceeded {limit} bytes", "")], state)
-                return
+                return True
             if not state.committed:
                 state.held_bytes = total
                 if total > hold:
                     self._commit_past_bound(state)
             if size <= READ_SLICE:
-                if events(feed(piece), state):
-                    return
-                continue
-            for start in range(0, size, READ_SLICE):
-                if events(feed(piece[start : start + READ_SLICE]), state):
-                    return
-        # An event still pending at the end of the body was cut off (see the SSE parser).
-        if not self._events(parser.close_raw(), state, at_end=True):
-            self._end_of_events(state)
+                return events(feed(piece), state)
+            return any(
+                events(feed(piece[start : start + READ_SLICE]), state) for start in range(0, size, READ_SLICE)
+            )
+
+        def end() -> None:
+            # An event still pending at the end of the body was cut off (see the SSE parser).
+            if not events(parser.close_raw(), state, at_end=True):
+                self._end_of_events(state)
+
+        return on_piece, end
 
     def _ends_in_error(self, state: _Commit) -> bool:
         # An error event is a stream's last word (providers close after it): nothing was cut.
@@ -718,6 +857,15 @@ async def _read_capped(read: Read, cap: int, watch: IdleWatch) -> str:
         # A cut answer is a failed read (classified and retried as one), never a shortened body.
         raise aiohttp.ClientPayloadError(str(exc)) from exc
     return body.text()
+
+
+def _literal_host(host: str) -> bool:
+    """Whether *host* is an IP literal (aiohttp connects to one without a lookup)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def _decode_json(text: str) -> Any:
