@@ -21,7 +21,7 @@ Any item may carry thoughts and usage; usage is taken at its last report.
 
 from __future__ import annotations
 
-__all__ = ("accumulate", "route")
+__all__ = ("accumulate", "is_open", "route")
 
 from collections.abc import Callable
 from typing import Any
@@ -45,8 +45,14 @@ from rxcord.core.types import (
     Usage,
 )
 from rxcord.operators.fused import BatchAware
+from rxcord.operators.light import Relay, relay
 
 _OPEN = (StreamStatus.STREAMING, StreamStatus.FUNCTION_CALL)
+
+
+def is_open(state: StreamState) -> bool:
+    """Whether routing goes on after *state* (the scan completes at the first final state)."""
+    return state.status in _OPEN
 
 
 def route(state: StreamState, item: ProcessedChunk | StopSignal) -> StreamState:
@@ -205,50 +211,50 @@ def accumulate() -> Operator[ProcessedChunk | StopSignal, StreamState]:
         ) -> abc.DisposableBase:
             # ``scan(route, StreamState())`` then ``take_while(open, inclusive=True)``, as one
             # operator: one hop and no lock per chunk instead of two hops and a lock.
-            scan = _Scan()
-            emit = observer.on_next
-
-            def step(item: ProcessedChunk | StopSignal) -> bool:
-                """Route one item; whether the stream is still open."""
-                try:
-                    state = route(scan.state, item)
-                except Exception as exc:  # a routing bug becomes on_error, as in ops.scan
-                    scan.running = False
-                    observer.on_error(exc)
-                    return False
-                scan.state = state
-                if state.status in _OPEN:
-                    emit(state)
-                    return True
-                scan.running = False
-                emit(state)
-                observer.on_completed()
-                return False
-
-            def on_next(item: ProcessedChunk | StopSignal | Batch[ProcessedChunk]) -> None:
-                if not scan.running:
-                    return
-                if isinstance(item, Batch):
-                    # One socket read's chunks: a state each, in order; the stop gate's batch
-                    # ends early when a stop is pending (it then arrives as the next item).
-                    for one in item:
-                        if not step(one):
-                            return
-                    return
-                step(item)
-
-            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
+            return relay(source, _Scan(observer), scheduler)
 
         return Observable(subscribe)
 
     return BatchAware(_op, "accumulate", keeps=False)
 
 
-class _Scan:
-    """Per-subscription state of ``accumulate``: the latest state, and whether it is still open."""
+class _Scan(Relay):
+    """Per-subscription state of ``accumulate``: the latest state; ``stopped`` once it is final."""
 
-    __slots__ = ("running", "state")
+    __slots__ = ("state",)
 
-    def __init__(self) -> None:
+    def __init__(self, observer: abc.ObserverBase[StreamState]) -> None:
+        super().__init__(observer)
         self.state = StreamState()
-        self.running = True
+
+    def step(self, item: ProcessedChunk | StopSignal) -> bool:
+        """Route one item; whether the stream is still open."""
+        try:
+            state = route(self.state, item)
+        except Exception as exc:  # a routing bug becomes on_error, as in ops.scan
+            self.on_error(exc)
+            return False
+        self.state = state
+        if state.status in _OPEN:
+            self.observer.on_next(state)
+            return True
+        # Final: the last state, then the end (which disposes the source: the HTTP request).
+        self.stopped = True
+        try:
+            self.observer.on_next(state)
+            self.observer.on_completed()
+        finally:
+            self.dispose()
+        return False
+
+    def on_next(self, item: ProcessedChunk | StopSignal | Batch[ProcessedChunk]) -> None:
+        if self.stopped:
+            return
+        if isinstance(item, Batch):
+            # One socket read's chunks: a state each, in order; the stop gate's batch
+            # ends early when a stop is pending (it then arrives as the next item).
+            for one in item:
+                if not self.step(one):
+                    return
+            return
+        self.step(item)

@@ -8,30 +8,97 @@ injected once, and disposes it if the awaiting task is cancelled.
 
 from __future__ import annotations
 
-__all__ = ("drain", "first_value", "from_coro")
+__all__ = ("TaskStart", "choose_task_start", "drain", "first_value", "from_coro")
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeAlias, TypeVar, cast
 
-import reactivex
 from reactivex import Observable, abc
 from reactivex import operators as ops
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 _T = TypeVar("_T")
 
+TaskStart: TypeAlias = Callable[[asyncio.AbstractEventLoop, Coroutine[Any, Any, Any]], "asyncio.Future[Any]"]
+"""Starts a coroutine as a task on a loop (``asyncio.eager_task_factory``'s signature)."""
 
-def from_coro(factory: Callable[[], Awaitable[_T]]) -> Observable[_T]:
+
+def _lazy_start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
+    return loop.create_task(coro)
+
+
+def choose_task_start(eager: TaskStart | None) -> TaskStart:
+    """*eager* when the Python has one (3.12+: ``asyncio.eager_task_factory``), else a plain task.
+
+    An eager task runs its coroutine at once, up to its first suspension, instead of one loop
+    hop later: a segment's send starts as the segment is released, and a send that never
+    suspends (a memory sink) is delivered before ``subscribe`` returns, with no hop at all.
+    """
+    return eager if eager is not None else _lazy_start
+
+
+_START: TaskStart = choose_task_start(getattr(asyncio, "eager_task_factory", None))
+
+
+class _CoroRun(abc.DisposableBase):
+    """One subscription of ``from_coro``: the task; disposing it cancels the task."""
+
+    __slots__ = ("observer", "task")
+
+    def __init__(self, observer: abc.ObserverBase[Any]) -> None:
+        self.observer = observer
+        self.task: asyncio.Future[Any] | None = None
+
+    def finished(self, task: asyncio.Future[Any]) -> None:
+        if self.task is None:  # disposed meanwhile
+            return
+        self.task = None
+        if task.cancelled():
+            # Cancelled from outside (not by disposal): reported as from_future reports it.
+            self.observer.on_error(cast(Any, asyncio.CancelledError()))
+            return
+        error = task.exception()
+        if error is not None:
+            self.observer.on_error(cast(Any, error))
+            return
+        self.observer.on_next(task.result())
+        self.observer.on_completed()
+
+    def dispose(self) -> None:
+        task, self.task = self.task, None
+        if task is not None:
+            task.cancel()
+
+
+def from_coro(factory: Callable[[], Awaitable[_T]], *, start: TaskStart | None = None) -> Observable[_T]:
     """An observable that runs ``factory()`` when subscribed and emits its result.
 
-    Disposing the subscription cancels the running coroutine.
+    The coroutine runs as a task started by *start* (default: eager tasks where Python has
+    them, see ``choose_task_start``). Disposing the subscription cancels the running coroutine.
     """
 
-    def defer(_: abc.SchedulerBase) -> Observable[_T]:
-        return reactivex.from_future(asyncio.ensure_future(factory()))
+    def subscribe(
+        observer: abc.ObserverBase[_T], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        run = _CoroRun(observer)
+        begin = start or _START
+        task = run.task = begin(asyncio.get_running_loop(), _as_coroutine(factory()))
+        if task.done():
+            run.finished(task)  # an eager task that never suspended: delivered at once
+        else:
+            task.add_done_callback(run.finished)
+        return run
 
-    return reactivex.defer(defer)
+    return Observable(subscribe)
+
+
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+def _as_coroutine(awaitable: Awaitable[_T]) -> Coroutine[Any, Any, _T]:
+    return awaitable if isinstance(awaitable, Coroutine) else _awaited(awaitable)
 
 
 async def drain(source: Observable[_T]) -> list[_T]:

@@ -48,6 +48,7 @@ from reactivex import Observable, abc
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, Operator, SegmentKind
+from rxcord.operators.light import Relay, relay
 from rxcord.operators.reasoning.tags import TAG_START_RE, strip_think_tags
 from rxcord.operators.render import apply_render, split_code
 
@@ -300,19 +301,29 @@ def clean(config: StreamConfig) -> Operator[Segment, Segment]:
         def subscribe(
             observer: abc.ObserverBase[Segment], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            cleaner = SegmentCleaner(config)
-
-            def on_next(segment: Segment) -> None:
-                try:
-                    out = cleaner.feed(segment)
-                except Exception as exc:  # a cleaning bug becomes on_error, like ops.map
-                    observer.on_error(exc)
-                    return
-                for cleaned in out:
-                    observer.on_next(cleaned)
-
-            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
+            return relay(source, _Cleaning(observer, SegmentCleaner(config)), scheduler)
 
         return Observable(subscribe)
 
     return operator
+
+
+class _Cleaning(Relay):
+    """One subscription of ``clean``: its cleaner."""
+
+    __slots__ = ("cleaner",)
+
+    def __init__(self, observer: abc.ObserverBase[Segment], cleaner: SegmentCleaner) -> None:
+        super().__init__(observer)
+        self.cleaner = cleaner
+
+    def on_next(self, segment: Segment) -> None:
+        if self.stopped:
+            return
+        try:
+            out = self.cleaner.feed(segment)
+        except Exception as exc:  # a cleaning bug becomes on_error, like ops.map
+            self.on_error(exc)
+            return
+        for cleaned in out:
+            self.observer.on_next(cleaned)

@@ -12,13 +12,12 @@ result is built from what was seen, with status ``killed``.
 
 from __future__ import annotations
 
-__all__ = ("ResultBuilder", "collect_result", "compile_thought_log")
+__all__ = ("ResultBuilder", "ResultFold", "collect_result", "compile_thought_log")
 
 from collections.abc import Sequence
 
 import attrs
 from reactivex import Observable, abc
-from reactivex import operators as ops
 
 from rxcord.core.state import Delivery, SentMessage, StreamResult, StreamState
 from rxcord.core.text_buffer import TextBuffer
@@ -34,6 +33,7 @@ from rxcord.core.types import (
     ThoughtKind,
     ThoughtLogEntry,
 )
+from rxcord.operators.light import LightDisposables, subscribe_light, subscribe_target
 
 _TEXT_THOUGHTS = (ThoughtKind.RAW, ThoughtKind.SUMMARY)
 _SHOWN = (SegmentKind.TEXT, SegmentKind.TABLE)
@@ -153,8 +153,55 @@ def _content(message: SentMessage) -> str:
     return content if isinstance(content, str) else ""
 
 
-def _is_kill(signal: StopSignal) -> bool:
-    return signal.kind is StopKind.KILL
+class ResultFold:
+    """Per-subscription state of ``collect_result``: the fold, and whether the result went out.
+
+    The chain's fan-out feeds one directly (``rxcord.compose.chain``): the states and the
+    deliveries reach the fold by a method call, not through one more subscription.
+    """
+
+    __slots__ = ("builder", "done", "killed", "observer", "subscriptions")
+
+    def __init__(self, builder: ResultBuilder, observer: abc.ObserverBase[StreamResult]) -> None:
+        self.builder = builder
+        self.observer = observer
+        self.done = False
+        self.killed: StopSignal | None = None
+        self.subscriptions = LightDisposables()
+
+    def on_next(self, item: StreamState | Delivery) -> None:
+        if not self.done:
+            self.builder.add(item)
+
+    def on_error(self, exc: Exception) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            self.observer.on_error(exc)
+        finally:
+            self.subscriptions.dispose()
+
+    def on_completed(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            self.observer.on_next(self.builder.build(killed=self.killed))
+            self.observer.on_completed()
+        finally:
+            # A kill disposes everything upstream at once: the HTTP request, the send in flight.
+            self.subscriptions.dispose()
+
+    def watch_kills(self, stops: Observable[StopSignal], scheduler: abc.SchedulerBase | None) -> None:
+        """Subscribe to the stream's stops (after the source, as ``take_until`` does)."""
+        if not self.done:
+            self.subscriptions.add(subscribe_light(stops, self.on_stop, self.on_error, None, scheduler))
+
+    def on_stop(self, signal: StopSignal) -> None:
+        if signal.kind is StopKind.KILL and not self.done:
+            self.killed = signal
+            self.on_completed()
 
 
 def collect_result(
@@ -174,24 +221,17 @@ def collect_result(
     Returns:
         An operator emitting exactly one ``StreamResult``.
     """
-    kills = stops.pipe(ops.filter(_is_kill), ops.take(1))
 
     def _op(source: Observable[StreamState | Delivery]) -> Observable[StreamResult]:
         def subscribe(
             observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            builder = ResultBuilder(provider=provider)
-            killed: list[StopSignal] = []
-
-            def remember(signal: StopSignal) -> None:
-                killed.append(signal)
-
-            def on_completed() -> None:
-                observer.on_next(builder.build(killed=killed[0] if killed else None))
-                observer.on_completed()
-
-            gated = source.pipe(ops.take_until(kills.pipe(ops.do_action(remember))))
-            return gated.subscribe(builder.add, observer.on_error, on_completed, scheduler=scheduler)
+            run = ResultFold(ResultBuilder(provider=provider), observer)
+            # ``source.pipe(take_until(kills))`` written out, as take_until subscribes: the source
+            # first, then the kills (``filter(kill)`` + ``take(1)``, without their subscriptions).
+            run.subscriptions.add(subscribe_target(source, run, scheduler))
+            run.watch_kills(stops, scheduler)
+            return run.subscriptions
 
         return Observable(subscribe)
 

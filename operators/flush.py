@@ -18,7 +18,6 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, SerialDisposable
 
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment, StreamState
@@ -33,6 +32,7 @@ from rxcord.core.types import (
     StreamStatus,
 )
 from rxcord.operators.flusher import YIELD_AT, Flusher
+from rxcord.operators.light import LightDisposables, LightSerial, subscribe_target
 from rxcord.operators.quiet_timer import QuietTimer
 
 ErrorEmbed: TypeAlias = Callable[[ProviderError], Mapping[str, Any]]
@@ -113,10 +113,10 @@ def flush(
             if live and scheduler is None:
                 raise ValueError("flush() in live mode needs a subscribe-time scheduler")
             run = _FlushRun(config, stops, embed, observer, scheduler)
-            subscription = source.subscribe(run.on_next, run.on_error, run.on_completed, scheduler=scheduler)
+            subscription = subscribe_target(source, run, scheduler)
             if run.timer is None:
-                return CompositeDisposable(subscription, run.step)
-            return CompositeDisposable(subscription, run.timer.disposable, run.step)
+                return LightDisposables(subscription, run.step)
+            return LightDisposables(subscription, run.timer.disposable, run.step)
 
         return Observable(subscribe)
 
@@ -166,7 +166,7 @@ class _FlushRun:
         # Live states waiting behind a long delta pushed a slice per scheduler step:
         # (state, characters of its delta already pushed).
         self.backlog: deque[tuple[StreamState, int]] = deque()
-        self.step = SerialDisposable()
+        self.step = LightSerial()
         self.completed = False
         # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
         self.timer = (

@@ -58,6 +58,7 @@ from typing import Any, Protocol
 from reactivex import Observable, abc
 
 from rxcord.core.types import Batch, Operator
+from rxcord.operators.light import Relay, relay
 
 
 class Transducer(Protocol):
@@ -94,49 +95,61 @@ class Fusable:
         def subscribe(
             observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            transducer = factory()
-            feed = transducer.feed
-            emit = observer.on_next
-
-            def on_next(item: Any) -> None:
-                if isinstance(item, Batch):
-                    on_batch(item)
-                    return
-                try:
-                    out = feed(item)
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for produced in out:
-                    emit(produced)
-
-            def on_batch(batch: Batch[Any]) -> None:
-                produced: list[Any] = []
-                extend = produced.extend
-                try:
-                    for item in batch:
-                        extend(feed(item))
-                except Exception as exc:
-                    if produced:
-                        emit(_batch_of(produced))
-                    observer.on_error(exc)
-                    return
-                if produced:
-                    emit(_batch_of(produced))
-
-            def on_completed() -> None:
-                try:
-                    out = transducer.finish()
-                except Exception as exc:
-                    observer.on_error(exc)
-                    return
-                for produced in out:
-                    emit(produced)
-                observer.on_completed()
-
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+            return relay(source, _FusedRun(observer, factory()), scheduler)
 
         return Observable(subscribe)
+
+
+class _FusedRun(Relay):
+    """One subscription of a fusable operator: its transducer, fed what the source sends."""
+
+    __slots__ = ("feed", "transducer")
+
+    def __init__(self, observer: abc.ObserverBase[Any], transducer: Transducer) -> None:
+        super().__init__(observer)
+        self.transducer = transducer
+        self.feed = transducer.feed
+
+    def on_next(self, item: Any) -> None:
+        if self.stopped:
+            return
+        if isinstance(item, Batch):
+            self.on_batch(item)
+            return
+        try:
+            out = self.feed(item)
+        except Exception as exc:
+            self.on_error(exc)
+            return
+        emit = self.observer.on_next
+        for produced in out:
+            emit(produced)
+
+    def on_batch(self, batch: Batch[Any]) -> None:
+        produced: list[Any] = []
+        extend = produced.extend
+        feed = self.feed
+        try:
+            for item in batch:
+                extend(feed(item))
+        except Exception as exc:
+            if produced:
+                self.observer.on_next(_batch_of(produced))
+            self.on_error(exc)
+            return
+        if produced:
+            self.observer.on_next(_batch_of(produced))
+
+    def completed(self) -> None:
+        try:
+            out = self.transducer.finish()
+        except Exception as exc:
+            self.observer.on_error(exc)
+            return
+        emit = self.observer.on_next
+        for produced in out:
+            emit(produced)
+        self.observer.on_completed()
 
 
 def _batch_of(items: list[Any]) -> Any:
@@ -148,15 +161,20 @@ class BatchAware:
     """A hand-written operator that takes ``Batch`` es as well as single items.
 
     *keeps*: whether it hands batches on as batches (the idle timeout, the stop gate)
-    or emits the items' results one by one (the orchestrator's scan).
+    or emits the items' results one by one (the orchestrator's scan). *args*: what the
+    stage was built with, for a fusion that rebuilds it (``rxcord.operators.gated_scan``).
     """
 
-    __slots__ = ("keeps", "name", "operator")
+    __slots__ = ("args", "keeps", "name", "operator")
 
-    def __init__(self, operator: Operator[Any, Any], name: str = "", *, keeps: bool = True) -> None:
+    def __init__(
+        self, operator: Operator[Any, Any], name: str = "", *, keeps: bool = True, args: tuple[Any, ...] = ()
+    ) -> None:
         self.operator = operator
         self.name = name
         self.keeps = keeps
+        self.args = args
+        """What the stage was built with (stage 04 is fused from them: ``rxcord.operators.gated_scan``)."""
 
     def __repr__(self) -> str:
         return f"BatchAware({self.name or self.operator!r})"
@@ -188,20 +206,27 @@ def unbatch() -> Operator[Any, Any]:
         def subscribe(
             observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            emit = observer.on_next
-
-            def on_next(item: Any) -> None:
-                if isinstance(item, Batch):
-                    for one in item:
-                        emit(one)
-                else:
-                    emit(item)
-
-            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
+            return relay(source, _Unbatched(observer), scheduler)
 
         return Observable(subscribe)
 
     return _op
+
+
+class _Unbatched(Relay):
+    """One subscription of ``unbatch``."""
+
+    __slots__ = ()
+
+    def on_next(self, item: Any) -> None:
+        if self.stopped:
+            return
+        if isinstance(item, Batch):
+            emit = self.observer.on_next
+            for one in item:
+                emit(one)
+        else:
+            self.observer.on_next(item)
 
 
 class _Chain:

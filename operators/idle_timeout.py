@@ -13,29 +13,60 @@ for every chunk cost more than the rest of stage 04 together.
 
 from __future__ import annotations
 
-__all__ = ("idle_timeout",)
-
-from datetime import datetime
+__all__ = ("idle_timeout", "timeout_chunk")
 
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 
 from rxcord.core.types import ErrorType, Operator, ProcessedChunk, ProviderError
 from rxcord.operators.fused import BatchAware
+from rxcord.operators.light import Relay, relay
 from rxcord.operators.quiet_timer import QuietTimer
 
 
-class _Watch:
-    """Per-subscription state: when the last chunk arrived, and whether the stream ended."""
+class _Watch(Relay):
+    """Per-subscription state: the quiet timer; ``stopped`` once the stream ended."""
 
-    __slots__ = ("finished", "last")
+    __slots__ = ("seconds", "timer")
 
-    def __init__(self, last: datetime) -> None:
-        self.last = last
-        self.finished = False
+    def __init__(
+        self, observer: abc.ObserverBase[ProcessedChunk], scheduler: abc.SchedulerBase, seconds: float
+    ) -> None:
+        super().__init__(observer)
+        self.seconds = seconds
+        # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
+        self.timer = QuietTimer(scheduler, seconds, self.quiet)
+
+    def quiet(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        upstream, self.upstream = self.upstream, None
+        if upstream is not None:
+            upstream.dispose()
+        self.observer.on_next(timeout_chunk(self.seconds))
+        self.observer.on_completed()
+
+    def on_next(self, chunk: ProcessedChunk) -> None:
+        if self.stopped:
+            return
+        self.timer.poke()
+        self.observer.on_next(chunk)
+
+    def failed(self, error: Exception) -> None:
+        self.timer.cancel()
+        self.observer.on_error(error)
+
+    def completed(self) -> None:
+        self.timer.cancel()
+        self.observer.on_completed()
+
+    def dispose(self) -> None:
+        super().dispose()
+        self.timer.disposable.dispose()
 
 
-def _timeout_chunk(seconds: float) -> ProcessedChunk:
+def timeout_chunk(seconds: float) -> ProcessedChunk:
+    """The error chunk a stream quiet for *seconds* ends with (retryable)."""
     return ProcessedChunk.fail(
         ProviderError(
             type=ErrorType.TIMEOUT,
@@ -68,43 +99,10 @@ def idle_timeout(seconds: float) -> Operator[ProcessedChunk, ProcessedChunk]:
         ) -> abc.DisposableBase:
             if scheduler is None:
                 raise ValueError("idle_timeout needs a subscribe-time scheduler")
-            upstream = SingleAssignmentDisposable()
-            finished = False
-
-            def quiet() -> None:
-                nonlocal finished
-                if finished:
-                    return
-                finished = True
-                upstream.dispose()
-                observer.on_next(_timeout_chunk(seconds))
-                observer.on_completed()
-
-            # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
-            timer = QuietTimer(scheduler, seconds, quiet)
-
-            def on_next(chunk: ProcessedChunk) -> None:
-                if finished:
-                    return
-                timer.poke()
-                observer.on_next(chunk)
-
-            def on_error(exc: Exception) -> None:
-                nonlocal finished
-                finished = True
-                timer.cancel()
-                observer.on_error(exc)
-
-            def on_completed() -> None:
-                nonlocal finished
-                finished = True
-                timer.cancel()
-                observer.on_completed()
-
-            timer.poke()
-            upstream.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return CompositeDisposable(timer.disposable, upstream)
+            watch = _Watch(observer, scheduler, seconds)
+            watch.timer.poke()
+            return relay(source, watch, scheduler)
 
         return Observable(subscribe)
 
-    return BatchAware(_op, "idle_timeout")
+    return BatchAware(_op, "idle_timeout", args=(seconds,))

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from reactivex import abc
-from reactivex.disposable import SerialDisposable
 from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+from rxcord.operators.light import LightSerial
 
 
 def seconds_clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
@@ -41,24 +42,57 @@ def seconds_clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
     return now
 
 
-class QuietTimer:
-    """Calls ``on_quiet`` after ``seconds`` without ``poke``; one timer armed at most."""
+class QuietTimer(abc.DisposableBase):
+    """Calls ``on_quiet`` after ``seconds`` without ``poke``; one timer armed at most.
 
-    __slots__ = ("_armed", "_clock", "_last", "_on_quiet", "_scheduler", "_serial", "seconds")
+    Under asyncio the timer is the loop's own ``call_later`` handle (the loop the
+    scheduler runs on): the scheduler's ``schedule_relative`` would add two
+    disposables, two locks and two closures per armed timer, objects every live
+    stream would hold for the collector to walk. Under any other scheduler (the
+    marble test scheduler) it is the scheduler's timer.
+    """
+
+    __slots__ = (
+        "_armed",
+        "_clock",
+        "_dead",
+        "_handle",
+        "_last",
+        "_loop",
+        "_on_quiet",
+        "_scheduler",
+        "_serial",
+        "seconds",
+    )
 
     def __init__(self, scheduler: abc.SchedulerBase, seconds: float, on_quiet: Callable[[], None]) -> None:
         self._scheduler = scheduler
         self._clock = seconds_clock(scheduler)
+        loop = getattr(scheduler, "_loop", None)
+        self._loop = (
+            loop
+            if isinstance(scheduler, AsyncIOScheduler) and isinstance(loop, asyncio.AbstractEventLoop)
+            else None
+        )
         self.seconds = seconds
         self._on_quiet = on_quiet
-        self._serial = SerialDisposable()
+        self._serial: LightSerial | None = None if self._loop is not None else LightSerial()
+        self._handle: asyncio.TimerHandle | None = None
         self._armed = False
+        self._dead = False
         self._last: float | None = None
 
     @property
     def disposable(self) -> abc.DisposableBase:
         """Dispose this to cancel the armed timer for good."""
-        return self._serial
+        return self
+
+    def dispose(self) -> None:
+        self._last = None
+        self._dead = True  # never armed again
+        self._disarm()
+        if self._serial is not None:
+            self._serial.dispose()
 
     def poke(self) -> None:
         """Activity: the quiet period starts again now."""
@@ -70,11 +104,28 @@ class QuietTimer:
         """Stop waiting (until the next ``poke``)."""
         self._last = None
         self._armed = False
-        self._serial.disposable = None
+        self._disarm()
+
+    def _disarm(self) -> None:
+        if self._serial is not None:
+            self._serial.disposable = None
+        elif self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
     def _arm(self, delay: float) -> None:
+        if self._dead:
+            return
         self._armed = True
-        self._serial.disposable = self._scheduler.schedule_relative(delay, self._fire)
+        if self._loop is not None:
+            self._handle = self._loop.call_later(delay, self._fire_loop)
+        else:
+            assert self._serial is not None
+            self._serial.disposable = self._scheduler.schedule_relative(delay, self._fire)
+
+    def _fire_loop(self) -> None:
+        self._handle = None
+        self._fire(self._scheduler)
 
     def _fire(self, scheduler: abc.SchedulerBase, state: Any = None) -> None:
         self._armed = False

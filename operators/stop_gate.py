@@ -25,10 +25,10 @@ __all__ = ("stop_gate",)
 from collections.abc import Iterator, Sequence
 
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 
 from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSignal
 from rxcord.operators.fused import BatchAware
+from rxcord.operators.light import LightDisposables, subscribe_light, subscribe_target
 from rxcord.operators.reasoning.held_at_stop import released_at_stop
 from rxcord.operators.redact_secrets import tail_at_stop
 
@@ -45,7 +45,7 @@ class _Gate:
         self.busy = 0
         self.done = False
         self.pending: StopSignal | None = None
-        self.upstream = CompositeDisposable()
+        self.upstream = LightDisposables()
 
     def finish(self, signal: StopSignal | None) -> None:
         if self.done:
@@ -150,15 +150,13 @@ def stop_gate(stops: Observable[StopSignal]) -> Operator[ProcessedChunk, Process
             scheduler: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             gate = _Gate(observer)
-            stop_subscription = SingleAssignmentDisposable()
-            gate.upstream.add(stop_subscription)
-            stop_subscription.disposable = stops.subscribe(gate.on_stop, scheduler=scheduler)
+            # A stop already held by the subject finishes the gate inside this call: then the
+            # source is never subscribed, and the stop's subscription is disposed as it is added.
+            gate.upstream.add(subscribe_light(stops, gate.on_stop, scheduler=scheduler))
             if not gate.done:
-                gate.upstream.add(
-                    source.subscribe(gate.on_next, gate.on_error, gate.on_completed, scheduler=scheduler)
-                )
+                gate.upstream.add(subscribe_target(source, gate, scheduler))
             return gate.upstream
 
         return Observable(subscribe)
 
-    return BatchAware(_op, "stop_gate")
+    return BatchAware(_op, "stop_gate", args=(stops,))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 __all__ = ("deadline_signal", "with_deadline")
 
-import reactivex
-from reactivex import Observable
-from reactivex import operators as ops
+from reactivex import Observable, abc
+from reactivex.scheduler import TimeoutScheduler
 
 from rxcord.core.types import StopKind, StopSignal
+from rxcord.operators.light import LightDisposables, subscribe_light
+from rxcord.operators.quiet_timer import QuietTimer
 
 
 def deadline_signal(seconds: float) -> StopSignal:
@@ -45,6 +46,40 @@ def with_deadline(stops: Observable[StopSignal], seconds: float | None) -> Obser
     if seconds is None:
         return stops
     signal = deadline_signal(seconds)
-    # The timer takes the subscriber's scheduler (the gate subscribes with the chain's).
-    deadline = reactivex.timer(seconds).pipe(ops.map(lambda _: signal))
-    return reactivex.merge(stops, deadline)
+
+    def subscribe(
+        observer: abc.ObserverBase[StopSignal], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        # ``merge(stops, timer(seconds).map(signal))`` written out: the merge, its source list,
+        # its locks and the timer's disposables were some fifty objects every live stream held.
+        # The timer takes the subscriber's scheduler (the gate subscribes with the chain's).
+        run = _Deadline(observer, signal)
+        timer = QuietTimer(scheduler or TimeoutScheduler.singleton(), seconds, run.fire)
+        timer.poke()
+        upstream = subscribe_light(stops, observer.on_next, observer.on_error, run.stops_completed, scheduler)
+        return LightDisposables(timer, upstream)
+
+    return Observable(subscribe)
+
+
+class _Deadline:
+    """One subscription of ``with_deadline``: it completes once the stops and the timer both have."""
+
+    __slots__ = ("fired", "observer", "signal", "stops_done")
+
+    def __init__(self, observer: abc.ObserverBase[StopSignal], signal: StopSignal) -> None:
+        self.observer = observer
+        self.signal = signal
+        self.fired = False
+        self.stops_done = False
+
+    def fire(self) -> None:
+        self.fired = True
+        self.observer.on_next(self.signal)
+        if self.stops_done:
+            self.observer.on_completed()
+
+    def stops_completed(self) -> None:
+        self.stops_done = True
+        if self.fired:
+            self.observer.on_completed()

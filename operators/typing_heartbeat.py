@@ -15,10 +15,10 @@ __all__ = ("typing_heartbeat",)
 from typing import Any
 
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, SerialDisposable
 
 from rxcord.core.state import Segment, TypingPulse
 from rxcord.core.types import Operator, SegmentKind
+from rxcord.operators.light import LightDisposables, LightSerial, subscribe_light
 
 _VISIBLE = (SegmentKind.TEXT, SegmentKind.ERROR_EMBED, SegmentKind.TABLE)
 _PULSE = TypingPulse()
@@ -44,10 +44,12 @@ def typing_heartbeat(interval: float) -> Operator[Segment, Segment | TypingPulse
             observer: abc.ObserverBase[Segment | TypingPulse], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             if interval <= 0:
-                return source.subscribe(observer, scheduler=scheduler)
+                return subscribe_light(
+                    source, observer.on_next, observer.on_error, observer.on_completed, scheduler
+                )
             if scheduler is None:
                 raise ValueError("typing_heartbeat needs a subscribe-time scheduler")
-            timer = SerialDisposable()
+            timer = LightSerial()
 
             def pulse(_: abc.SchedulerBase, __: Any = None) -> None:
                 observer.on_next(_PULSE)
@@ -67,8 +69,8 @@ def typing_heartbeat(interval: float) -> Operator[Segment, Segment | TypingPulse
                 observer.on_completed()
 
             timer.disposable = scheduler.schedule(pulse)
-            upstream = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return CompositeDisposable(timer, upstream)
+            upstream = subscribe_light(source, on_next, on_error, on_completed, scheduler)
+            return LightDisposables(timer, upstream)
 
         return Observable(subscribe)
 

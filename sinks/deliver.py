@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import Generic, TypeAlias, TypeVar
 
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, SerialDisposable
 
 from rxcord.core.state import Delivery
 from rxcord.core.types import Operator
+from rxcord.operators.light import LightDisposables, LightSerial, subscribe_target
 
 _T = TypeVar("_T")
 
@@ -60,8 +60,8 @@ def deliver(
             observer: abc.ObserverBase[Delivery], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             run = _DeliverRun(send, merge, observer, scheduler)
-            upstream = source.subscribe(run.on_next, run.on_error, run.on_completed, scheduler=scheduler)
-            return CompositeDisposable(upstream, run.inner)
+            upstream = subscribe_target(source, run, scheduler)
+            return LightDisposables(upstream, run.inner)
 
         return Observable(subscribe)
 
@@ -97,7 +97,7 @@ class _DeliverRun(Generic[_T]):
         self.observer = observer
         self.scheduler = scheduler
         self.queue: deque[_T] = deque()
-        self.inner = SerialDisposable()
+        self.inner = LightSerial()
         self.busy = False  # a send is in flight
         self.done = False  # the source completed
         self.failed = False  # an error went downstream: nothing more is sent

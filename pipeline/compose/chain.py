@@ -34,40 +34,46 @@ from collections.abc import Callable
 from typing import Any
 
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, Disposable
 
 from rxcord.compose.pipeline import Merge, Pipeline, Send, StageContext
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.redact import Redactor
 from rxcord.core.state import Delivery, StreamResult, StreamState
 from rxcord.core.types import Batch, ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
-from rxcord.operators.collect_result import collect_result
+from rxcord.operators.collect_result import ResultBuilder, ResultFold
 from rxcord.operators.fused import unbatch
+from rxcord.operators.light import NO_DISPOSAL, subscribe_light, subscribe_target
 from rxcord.operators.timeline import Timeline
 
 
-def _fan_out(branch: Operator[StreamState, Delivery]) -> Operator[StreamState, StreamState | Delivery]:
-    """Each state to the result, then through *branch*; the states and the deliveries as one stream.
+def _fan_out_collect(
+    branch: Operator[StreamState, Delivery], stops: Observable[StopSignal], provider: str
+) -> Operator[StreamState, StreamResult]:
+    """Each state to the result, then through *branch*; the states and the deliveries folded.
 
-    What ``publish`` + ``merge(states, states.pipe(branch))`` do, without a subject and a
-    merge lock per state: the result sees each state before the deliveries it causes, the
+    What ``publish`` + ``merge(states, states.pipe(branch))`` + ``collect_result(stops)`` do,
+    without a subject and a merge lock per state and without a subscription between the
+    merge and the fold: the result sees each state before the deliveries it causes, the
     stream completes when the states and the branch have both completed, the first error
-    ends it, and disposing it disposes the branch, then the source.
+    ends it, a kill ends it at once, and disposing it disposes the branch, then the source,
+    then the stops' subscription.
     """
 
-    def _op(source: Observable[StreamState]) -> Observable[StreamState | Delivery]:
+    def _op(source: Observable[StreamState]) -> Observable[StreamResult]:
         def subscribe(
-            observer: abc.ObserverBase[StreamState | Delivery], scheduler: abc.SchedulerBase | None = None
+            observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            fan = _Fan(observer)
+            fold = ResultFold(ResultBuilder(provider=provider), observer)
+            fan = _Fan(fold)
             entry: Observable[StreamState] = Observable(fan.attach)
-            branch_subscription = entry.pipe(branch).subscribe(
-                fan.on_delivery, fan.on_error, fan.on_branch_completed, scheduler=scheduler
+            fold.subscriptions.add(
+                subscribe_light(
+                    entry.pipe(branch), fan.on_delivery, fan.on_error, fan.on_branch_completed, scheduler
+                )
             )
-            source_subscription = source.subscribe(
-                fan.on_next, fan.on_error, fan.on_completed, scheduler=scheduler
-            )
-            return CompositeDisposable(branch_subscription, source_subscription)
+            fold.subscriptions.add(subscribe_target(source, fan, scheduler))
+            fold.watch_kills(stops, scheduler)
+            return fold.subscriptions
 
         return Observable(subscribe)
 
@@ -79,7 +85,7 @@ class _Fan:
 
     __slots__ = ("branch", "branch_done", "finished", "observer", "states_done")
 
-    def __init__(self, observer: abc.ObserverBase[StreamState | Delivery]) -> None:
+    def __init__(self, observer: ResultFold) -> None:
         self.observer = observer
         self.branch: abc.ObserverBase[StreamState] | None = None
         self.states_done = False
@@ -91,7 +97,7 @@ class _Fan:
     ) -> abc.DisposableBase:
         # The branch's head: what the source sends after the result has seen it.
         self.branch = observer
-        return Disposable()
+        return NO_DISPOSAL
 
     def on_next(self, state: StreamState) -> None:
         self.observer.on_next(state)
@@ -184,5 +190,5 @@ def build_chain(
         items = items.pipe(unbatch(), timeline.raw_tap()) if batched else items.pipe(timeline.raw_tap())
         batched = False
     routed: Observable[StreamState] = items.pipe(stages.build_routing(context, timeline, batched=batched))
-    result = routed.pipe(_fan_out(branch), collect_result(stops, provider=provider))
+    result = routed.pipe(_fan_out_collect(branch, stops, provider))
     return result.pipe(timeline.result_tap()) if timeline is not None else result

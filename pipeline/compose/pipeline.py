@@ -89,6 +89,7 @@ from rxcord.operators.accumulate import accumulate
 from rxcord.operators.clean import clean
 from rxcord.operators.flush import ErrorEmbed, flush
 from rxcord.operators.fused import Fusable, TransducerFactory, accepts_batches, fuse, keeps_batches, unbatch
+from rxcord.operators.gated_scan import fuse_stage04
 from rxcord.operators.idle_timeout import idle_timeout
 from rxcord.operators.normalize import normalize
 from rxcord.operators.reasoning.prefill import prefill
@@ -390,7 +391,7 @@ def _compose(
         end_run()
         operators.append(unbatch())
     end_run()
-    composed: Operator[Any, Any] = reactivex.compose(*operators)
+    composed: Operator[Any, Any] = reactivex.compose(*fuse_stage04(operators))
     return composed
 
 

@@ -115,12 +115,13 @@ def _chain_for(adapter: Any, pipeline: Pipeline, events: Sequence[Any]) -> Obser
 
 
 def test_stage03_runs_as_one_operator_no_more_hops_than_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    """normalize + think_strip + spill_guard fuse: 4 routing operators, as before the guards moved."""
+    """Stage 03 (normalize + think_strip + spill_guard) and stage 04 (three stages) fuse: 2 operators."""
     recorder = _Recorder(monkeypatch)
     _chain_for(OpenAIAdapter(), Pipeline.default(), [])
     routing = next(ops_ for ops_ in recorder.calls if any(isinstance(op, Fusable) for op in ops_))
-    assert len(routing) == 4  # fused stage 03, idle_timeout, stop_gate, accumulate
+    assert len(routing) == 2  # fused stage 03, then idle_timeout+stop_gate+accumulate (gated_scan)
     assert isinstance(routing[0], Fusable) and routing[0].name.count("+") == 2
+    assert routing[1].name == "idle_timeout+stop_gate+accumulate"
 
 
 def test_an_operator_inserted_between_guards_splits_the_fusion_there(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +132,7 @@ def test_an_operator_inserted_between_guards_splits_the_fusion_there(monkeypatch
     events = sse_events("custom", "think_stray_closer")
     [result] = _run_sync(_chain_for(CustomAdapter(), pipeline, events))
     routing = next(ops_ for ops_ in recorder.calls if any(isinstance(op, Fusable) for op in ops_))
-    assert len(routing) == 6  # normalize+think_strip, spy, spill_guard, idle_timeout, stop_gate, accumulate
+    assert len(routing) == 4  # normalize+think_strip, spy, spill_guard, idle_timeout+stop_gate+accumulate
     assert "</think>" not in "".join(seen)  # the spy saw what think_strip released
     assert result.visible_text == "\n\nHello! What can I do?"
 
