@@ -154,7 +154,10 @@ class ChatCompletionsAdapter:
         Some OpenAI-compatible servers close after the finish reason without ``[DONE]``: the
         answer is whole (only a trailing usage chunk can be missing), so that is a clean end.
         """
-        return any(_finish_reason_seen(raw.data) for raw in chunks)
+        for raw in chunks:  # noqa: SIM110 (a loop, not any() over a generator: one call less per chunk)
+            if _finish_reason_seen(raw.data):
+                return True
+        return False
 
     def describe_error(self, error: ProviderError) -> str:
         """The error embed's text (a model_error keeps the supported model ids)."""
@@ -162,9 +165,14 @@ class ChatCompletionsAdapter:
 
 
 def _finish_reason_seen(data: object) -> bool:
-    if not isinstance(data, Mapping):
+    # Asked of every chunk until the end: decoded JSON is a dict, checked by type first, since
+    # an isinstance against the Mapping ABC is a Python-level call per chunk and choice.
+    if type(data) is not dict and not isinstance(data, Mapping):
         return False
     choices = data.get("choices")
     if not isinstance(choices, list):
         return False
-    return any(isinstance(choice, Mapping) and choice.get("finish_reason") for choice in choices)
+    for choice in choices:
+        if (type(choice) is dict or isinstance(choice, Mapping)) and choice.get("finish_reason"):
+            return True
+    return False
