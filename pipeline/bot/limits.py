@@ -29,6 +29,7 @@ from loguru import logger
 from rxcord import MissingCredentialError, TurnResult
 from rxcord.bot.config import BotConfig, LimitsSection, ModelPrice
 from rxcord.bot.counters import MEMORY, Ask, Charge, CounterStore, RedisCounters, Refusal, SqliteCounters
+from rxcord.bot.scale import namespace
 from rxcord.io import default_catalog
 
 if TYPE_CHECKING:
@@ -157,7 +158,9 @@ class Limits:
             url = env.get(variable, "")
             if not url:
                 raise MissingCredentialError(variable)
-            store = RedisCounters(url, config.limits)
+            # One bot's counters apart from another's on the same Redis: its token's digest.
+            token = env.get(config.discord.token_env, "")
+            store = RedisCounters(url, config.limits, prefix=f"rxcord:limits:{namespace(token)}")
         else:
             # load_config always names a file (next to the config); a config built in code
             # without one keeps the counters in memory, for this process's life.

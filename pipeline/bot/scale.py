@@ -18,14 +18,15 @@ __all__ = ("make_client", "namespace", "presence", "redis_url", "shared_limiter"
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
-
-import discord
+from typing import TYPE_CHECKING, Any
 
 from rxcord import MissingCredentialError
 from rxcord.bot.config import BotConfig
 from rxcord.discord import Answers, StopsElsewhere
 from rxcord.sinks import RateLimiter, make_limiter
+
+if TYPE_CHECKING:  # discord.py only where a client is made: the counters need just the namespace
+    import discord
 
 
 def redis_url(config: BotConfig, env: Mapping[str, str]) -> str | None:
@@ -62,12 +63,16 @@ def stops_elsewhere(
 
 def presence(config: BotConfig) -> discord.CustomActivity | None:
     """The status line under the bot's name (``[discord] status``; ``""``: none)."""
+    import discord
+
     status = config.discord.status.strip()
     return discord.CustomActivity(name=status) if status else None
 
 
 def make_client(config: BotConfig, intents: discord.Intents, **options: Any) -> discord.Client:
     """A ``discord.Client``, or an ``AutoShardedClient`` running ``[scale]``'s shards of this process."""
+    import discord
+
     scale = config.scale
     options.setdefault("activity", presence(config))
     if scale.shard_count is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import attrs
 import discord
 import pytest
@@ -9,8 +11,12 @@ import pytest
 from rxcord import ConfigError
 from rxcord.bot.config import parse_config
 from rxcord.bot.invite import NEEDED, invite_url, permissions_value
+from rxcord.bot.limits import Limits
 from rxcord.bot.scale import make_client, presence
 from tests.bot.conftest import World
+from tests.redis_server import redis_url
+
+__all__ = ("redis_url",)  # the fixture
 
 BASE = """
 [provider]
@@ -101,3 +107,23 @@ async def test_the_status_reaches_the_gateway_and_each_shard_identifies(world: W
         f"client_id={world.emulator.config.application_id}"
         "&scope=bot+applications.commands&permissions=277025508416"
     )
+
+
+async def test_counters_in_redis_are_one_bots_own(redis_url: str) -> None:
+    """Two processes of one token share a cap; another bot's token on the same Redis counts apart."""
+    config = parse_config(BASE + '[limits]\nrequests_per_user = 1\n[scale]\nredis_url_env = "REDIS"\n')
+    token = "token-" + secrets.token_hex(6)
+    env = {"REDIS": redis_url, "DISCORD_BOT_TOKEN": token}
+    first, second = (Limits.from_config(config, env, clock=lambda: 1_000_000.0) for _ in range(2))
+    other = Limits.from_config(
+        config, {**env, "DISCORD_BOT_TOKEN": token + "-other"}, clock=lambda: 1_000_000.0
+    )
+    user = str(3_200_000_000_000_000_000 + secrets.randbelow(10**15))
+    try:
+        assert await first.check(user=user, channel="1", guild=None, message_id="m1") is None
+        refused = await second.check(user=user, channel="1", guild=None, message_id="m2")
+        assert refused is not None and "1 of 1 requests" in refused
+        assert await other.check(user=user, channel="1", guild=None, message_id="m3") is None
+    finally:
+        for limits in (first, second, other):
+            await limits.close()
