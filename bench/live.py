@@ -55,7 +55,7 @@ import gc
 import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import attrs
@@ -356,8 +356,12 @@ async def measure_lag(
     rate: float,
     config: StreamConfig = LIVE,
     skip: int = 1,
+    reader: Literal["auto", "socket", "aiohttp"] = "auto",
 ) -> LagResult:
     """Run *streams* live streams at *rate* chunks per second each, in this process, all at once.
+
+    *reader*: who reads the responses (``TransportConfig.reader``; ``auto`` with the bench's
+    shared session on 127.0.0.1 is aiohttp).
 
     *skip*: the first chunks of each stream left out of the lag (chunk 0, the role delta, is held
     by the transport until chunk 1 commits the stream; the capacity ladder skips its first second).
@@ -371,6 +375,7 @@ async def measure_lag(
         adapter = adapters[stream_id] = _StampedAdapter()
         url = _paced_url(server, chunks, number, streams, pace_ms, stream_id)
         job = attrs.evolve(_live_job(session, url, config, number), adapter=adapter)
+        job = attrs.evolve(job, transport=attrs.evolve(job.transport, reader=reader))
         return await run_stream(job, nonce_prefix="bench")
 
     base = _tracked()

@@ -322,6 +322,24 @@ class Report:
             f"{_ms(result.p('write', 100))}."
         )
 
+    def reader(self, aiohttp_chain: LagResult, socket_chain: LagResult) -> None:
+        """Figure 4's chain read by aiohttp (the default) and by the socket reader, same load."""
+        label = f"4 ({socket_chain.streams} streams x {socket_chain.rate:g}/s)"
+        a99, s99 = percentile(aiohttp_chain.lag_ms, 99), percentile(socket_chain.lag_ms, 99)
+        ratio = socket_chain.cpu_per_chunk_us / aiohttp_chain.cpu_per_chunk_us
+        self.rows.append(
+            Row(
+                label,
+                "chain, socket reader / aiohttp: CPU per chunk",
+                f"{ratio:.2f}x ({_us(socket_chain.cpu_per_chunk_us)} vs "
+                f"{_us(aiohttp_chain.cpu_per_chunk_us)}; "
+                f"p99 {_ms(s99)} vs {_ms(a99)}; tracked objects per stream "
+                f"{socket_chain.tracked_per_stream:.0f}"
+                f" vs {aiohttp_chain.tracked_per_stream:.0f}; "
+                f"completed {socket_chain.completed} / {socket_chain.streams})",
+            )
+        )
+
     def lag(
         self, result: LagResult, floor: LagResult | None = None, socket_floor: LagResult | None = None
     ) -> None:

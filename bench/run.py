@@ -233,6 +233,16 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         streams=config.lag_streams,
                         rate=config.lag_rate,
                     )
+                    report.progress("figure 4: the chain read by the socket reader at the same load")
+                    socket_chain = await live.measure_lag(
+                        server,
+                        session,
+                        config.lag_chunks,
+                        streams=config.lag_streams,
+                        rate=config.lag_rate,
+                        reader="socket",
+                    )
+                    report.reader(chain, socket_chain)
                     peer_client = sdk_bot.live_sdk_client(server)
                     if peer_client is not None:
                         await _live_peer(config, server, session, peer_client, report, chain)
