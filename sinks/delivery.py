@@ -40,6 +40,7 @@ from rxcord.core.errors import DiscordStopError
 from rxcord.core.state import Delivery, Segment, SentMessage, TypingPulse
 from rxcord.core.types import DeliveryMode, ErrorType, ProviderError, SegmentKind, StopKind, StopSignal
 from rxcord.operators.aio import from_coro
+from rxcord.operators.light import subscribe_light
 from rxcord.operators.markdown.cut_policy import join
 from rxcord.operators.mentions import MentionResolver, allowed_mentions, resolve_mentions
 from rxcord.operators.timeline import DELIVERY, Timeline
@@ -98,7 +99,8 @@ class DiscordDelivery:
         if signals is None and isinstance(self.stops, Observable):
             signals = self.stops
         if signals is not None:
-            signals.subscribe(self._on_stop)
+            # For the delivery's life (the stream's): one light subscriber, not reactivex's wrapper.
+            subscribe_light(signals, self._on_stop)
 
     def _on_stop(self, signal: StopSignal) -> None:
         """Stops are obeyed at once: pauses end; an interrupt (or a kill) discards what is still queued.

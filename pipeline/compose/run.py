@@ -21,8 +21,7 @@ from collections.abc import Callable, Sequence
 import aiohttp
 import attrs
 from loguru import logger
-from reactivex import Observable
-from reactivex import operators as ops
+from reactivex import Observable, abc
 
 from rxcord.compose.accounting import abandon, begin_hold, denied_result, model_of, settle
 from rxcord.compose.chain import build_chain
@@ -38,6 +37,7 @@ from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import DeliveryMode, ProviderError
 from rxcord.io.locales import locale_scope
 from rxcord.operators.aio import drain
+from rxcord.operators.light import subscribe_light
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
@@ -156,10 +156,21 @@ def build_stream(
     # A kill can dispose a send's report: the delivery's own record says what Discord holds.
     held = delivery.shown if isinstance(delivery, EditInPlaceDelivery) else delivery.held
 
-    def reconcile(result: StreamResult) -> StreamResult:
-        return held_messages(result, held)
+    def subscribe(
+        observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        # ``chain.pipe(ops.map(reconcile))`` with one light subscriber (rxcord.operators.light).
+        def on_next(result: StreamResult) -> None:
+            try:
+                reconciled = held_messages(result, held)
+            except Exception as exc:  # as in ops.map
+                observer.on_error(exc)
+                return
+            observer.on_next(reconciled)
 
-    return chain.pipe(ops.map(reconcile))
+        return subscribe_light(chain, on_next, observer.on_error, observer.on_completed, scheduler)
+
+    return Observable(subscribe)
 
 
 def _request_guards(job: StreamJob) -> Guards:
