@@ -98,10 +98,13 @@ class _Reader(asyncio.Protocol):
             framing = self._framing
             if framing is None or self._ended:
                 return
-            for piece in framing.feed(data):
-                self._deliver(piece)
-                if self._ended:
-                    return
+            pieces = framing.feed(data)
+            if pieces:
+                # One piece per network read, as aiohttp's readany gives: a read that holds several
+                # chunks (a client that fell behind) is one batch downstream, not one per chunk.
+                self._deliver(pieces[0] if len(pieces) == 1 else b"".join(pieces))
+            if self._ended:
+                return
             if framing.done:
                 self._end(None)
         except Exception as exc:

@@ -274,3 +274,22 @@ async def test_tls_with_the_requests_host_as_server_name(tmp_path: Path) -> None
         cfg = attrs.evolve(BASE, reader="socket", ssrf_guard=SsrfGuard(resolver=resolver))
         chunks = await drain(stream_source(adapter, http, config=cfg))
     assert chunks and all(c.error is not None for c in chunks)
+
+
+async def test_a_read_holding_many_chunks_is_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """60 chunks written at once reach the SSE parser as a few pieces (one per read), not 60."""
+    from rxcord.providers import sse
+
+    fed: list[int] = []
+    real = sse.SseParser.feed_raw
+
+    def counting(self: sse.SseParser, chunk: bytes) -> list[Any]:
+        fed.append(len(chunk))
+        return real(self, chunk)
+
+    monkeypatch.setattr(sse.SseParser, "feed_raw", counting)
+    texts = [f"w{i}" for i in range(60)]
+    whole = response(_body(texts), sizes=[len(_delta("w10"))])
+    chunks, stats, _ = await _read([[whole]], "socket")
+    assert [c.data["choices"][0]["delta"]["content"] for c in chunks] == texts
+    assert stats.readers == ["socket"] and 1 <= len(fed) <= 10
