@@ -248,10 +248,9 @@ def edit_previews(config: StreamConfig) -> Operator[StreamState, Segment]:
                         if end is None:
                             return
                         # The first message: the text up to its boundary (a prefix, joined once).
+                        shown = first.shown("".join(deltas))
                         observer.on_next(
-                            Preview(
-                                kind=SegmentKind.PREVIEW, deltas=["".join(deltas)[:end]], count=1, chars=end
-                            )
+                            Preview(kind=SegmentKind.PREVIEW, deltas=[shown], count=1, chars=len(shown))
                         )
                         return  # the words after the boundary go with the next delta's preview
                     preview = Preview(kind=SegmentKind.PREVIEW, deltas=deltas, count=len(deltas), chars=chars)

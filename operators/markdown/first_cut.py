@@ -31,22 +31,24 @@ _TICKS: Final = re.compile("`+")
 class FirstCut:
     """Finds the end of edit mode's first message in a stream of visible deltas (pure)."""
 
-    __slots__ = ("_checked", "_code", "_limit", "_open", "_pending", "_scanner", "end")
+    __slots__ = ("_checked", "_code", "_limit", "_off", "_open", "_parts", "_scanner", "_text", "end")
 
     def __init__(self, limit: int) -> None:
         self._scanner = MarkdownScanner()
         self._limit = limit
         """Past this many characters without an accepted cut, the text is shown as it is."""
-        self._pending = ""
-        """The text after ``_checked``, not yet read for inline markers."""
+        self._text = ""
+        """Text from ``_off`` on is the text after ``_checked``, not yet read for inline markers."""
+        self._off = 0
+        self._parts: list[str] = []
+        """Deltas after ``_text``, joined to it when next read (once per delta at most)."""
         self._checked = 0
         self._open = 0
         """One bit per kind of inline marker left open (``_PAIRED``, then a single ``*``)."""
         self._code = 0
         """The backtick run of the inline code span open at ``_checked`` (0: none)."""
         self.end: int | None = None
-        """Where the first message ends, once found: after its boundary's whitespace (a closing
-        fence line keeps its line break, so the preview does not take the block as open)."""
+        """Where the text of the first message ends, once found (before its boundary's whitespace)."""
 
     def feed(self, delta: str) -> int | None:
         """Add *delta*; where the first message ends once it is known (then always the same)."""
@@ -54,24 +56,36 @@ class FirstCut:
             return self.end
         scanner = self._scanner
         scanner.feed(delta)
-        self._pending += delta
+        self._parts.append(delta)
         found = self._first(scanner.cuts)
         scanner.cuts.clear()
         if found is None:
             tail = scanner.tail_cut()
-            if tail is not None and self._accepts(tail):
-                found = tail.start
+            if tail is not None and tail.end <= self._limit and self._accepts(tail):
+                found = tail.end
         if found is None and scanner.fed >= self._limit:
             found = scanner.fed  # nothing safe within a message: shown as it is (the preview closes a fence)
         if found is not None:
             self.end = found
-            self._pending = ""
+            self._text, self._parts = "", []
         return self.end
+
+    def shown(self, text: str) -> str:
+        """The first message's text in *text* (the stream's visible text so far, ``end`` known).
+
+        A boundary whose whitespace starts with a line break keeps it, so a closing fence line
+        ends as a complete line (a preview would otherwise take its block as still open); what
+        the whitespace starts with is the text's, not the chunking's.
+        """
+        assert self.end is not None
+        return text[: self.end] + ("\n" if text.startswith("\n", self.end) else "")
 
     def _first(self, cuts: CutList) -> int | None:
         for cut in cuts:
+            if cut.end > self._limit:
+                return None  # past a message: the text is shown as it is (``feed``)
             if self._accepts(cut):
-                return cut.start
+                return cut.end
         return None
 
     def _accepts(self, cut: Cut) -> bool:
@@ -85,10 +99,12 @@ class FirstCut:
         """Whether no inline marker is open in the text before *end* (read from ``_checked`` on)."""
         if end < self._checked:
             return False  # an earlier place than one already read: a later cut point will do
-        cut = end - self._checked
-        self._track(self._pending[:cut])
-        self._pending = self._pending[cut:]
-        self._checked = end
+        if self._parts:  # the unread rest and the new deltas, joined once
+            self._text = self._text[self._off :] + "".join(self._parts)
+            self._off, self._parts = 0, []
+        stop = self._off + end - self._checked
+        self._track(self._text[self._off : stop])
+        self._off, self._checked = stop, end
         return not self._open and not self._code
 
     def _track(self, text: str) -> None:

@@ -36,8 +36,10 @@ def _answer(*deltas: str) -> bytes:
     return ("\n\n".join(events) + "\n\n").encode()
 
 
-async def _reply(fake: FakeDiscord, limiter: RateLimiter, config: StreamConfig, *deltas: str) -> None:
-    async with ReplayServer(body=_answer(*deltas)) as server:
+async def _reply(
+    fake: FakeDiscord, limiter: RateLimiter, config: StreamConfig, *deltas: str, pace: float = 0.0
+) -> None:
+    async with ReplayServer(body=_answer(*deltas), pace=pace) as server:
         adapter = OpenRouterAdapter()
         http = adapter.build_request(
             ChatRequest(model="m", messages=(Message.user("hi"),)), base_url=server.base_url, api_key="k"
@@ -79,13 +81,15 @@ async def test_a_spent_budget_on_an_edit_posts_the_notice_after_the_preview() ->
     """The edit route's budget spent: the notice goes through the create route at once, below the preview.
 
     The last delta ends on a held ``<``, so the final text differs from every preview: an edit.
-    The first delta ends a sentence: the first message's boundary.
+    The first delta ends a sentence (the first message's boundary) past the 256 characters
+    an OpenAI-compatible adapter holds at the start, and the lines come 50 ms apart, so the
+    first message is created before the end.
     """
     time, waits = FakeTime(), list[float]()
     async with FakeDiscord() as fake:
         fake.script(*[rate_limited(5.0) for _ in range(50)], on="edit")
         with pytest.raises(RateLimitError) as caught:
-            await _reply(fake, _limiter(time, waits), _EDIT, "the answer. ", " <")
+            await _reply(fake, _limiter(time, waits), _EDIT, "the answer. " + "word " * 60, " <", pace=0.05)
         assert caught.value.budget_spent
         records = fake.records(CHANNEL)
         assert len(records) == 2 and records[0].startswith("the answer")
