@@ -30,7 +30,6 @@ _EXPORTS: dict[str, str] = {
     "Candidate": "rxcord.compose.turn",
     "ChatRequest": "rxcord.core.request",
     "ConfigError": "rxcord.core.errors",
-    "DiscordUnreachableError": "rxcord.core.errors",
     "CustomAdapter": "rxcord.providers.custom",
     "DeliveryMode": "rxcord.core.types",
     "DiscordError": "rxcord.core.errors",
@@ -106,7 +105,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from rxcord.core.config import StreamContext as StreamContext
     from rxcord.core.errors import ConfigError as ConfigError
     from rxcord.core.errors import DiscordError as DiscordError
-    from rxcord.core.errors import DiscordUnreachableError as DiscordUnreachableError
     from rxcord.core.errors import InputError as InputError
     from rxcord.core.errors import MissingCredentialError as MissingCredentialError
     from rxcord.core.errors import MissingExtraError as MissingExtraError

@@ -144,6 +144,7 @@ PUBLIC: dict[str, list[str]] = {
         "ContextLimits",
         "Conversation",
         "DiscordPySource",
+        "DiscordUnreachableError",
         "ImageFetcher",
         "ImageReader",
         "Interrupt",

@@ -26,7 +26,7 @@ import discord
 import yarl
 from loguru import logger
 
-from rxcord import DiscordUnreachableError
+from rxcord.discord import DiscordUnreachableError
 
 _log = logger.bind(stage="bot")
 

@@ -27,6 +27,7 @@ _EXPORTS = {
     "ContextLimits": "rxcord.discord.conversation",
     "Conversation": "rxcord.discord.conversation",
     "DiscordPySource": "rxcord.discord.discordpy",
+    "DiscordUnreachableError": "rxcord.core.errors",
     "ImageFetcher": "rxcord.discord.images",
     "ImageReader": "rxcord.discord.conversation",
     "Interrupt": "rxcord.discord.answers",
@@ -45,6 +46,7 @@ __all__ = tuple(sorted(_EXPORTS))
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from rxcord.core.errors import DiscordUnreachableError as DiscordUnreachableError
     from rxcord.discord.answers import Admission as Admission
     from rxcord.discord.answers import Answer as Answer
     from rxcord.discord.answers import Answers as Answers

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rxcord import DiscordUnreachableError
 from rxcord.bot.app import RxcordBot
 from rxcord.bot.config import BotConfig, parse_config
 from rxcord.bot.run import bot_command
+from rxcord.discord import DiscordUnreachableError
 from tests.bot.conftest import World
 
 
