@@ -10,6 +10,7 @@ the validator run, and the frozen, equality and ``attrs.evolve`` behaviour uncha
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any
 
@@ -32,7 +33,9 @@ from rxcord.core.types import (
     Usage,
     raw_chunk,
 )
-from rxcord.operators import accumulate
+
+# The stage module by path: the façade's ``accumulate`` is the operator, not the module.
+accumulate = importlib.import_module("rxcord.operators.accumulate")
 
 HOT = (RawStreamChunk, ProcessedChunk)
 
