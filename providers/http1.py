@@ -43,13 +43,13 @@ _HEX: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _DIGITS: Final = re.compile(r"[0-9]{1,19}")
 
 
-class _UnusualResponse(ValueError):  # noqa: N818 - an internal signal, never raised to a caller
+class _UnservedResponseError(ValueError):
     """A response the socket reader does not serve; the transport asks aiohttp instead."""
 
 
 def is_unusual(exc: BaseException) -> bool:
     """Whether *exc* says the response is one the socket reader does not serve (see above)."""
-    return isinstance(exc, _UnusualResponse)
+    return isinstance(exc, _UnservedResponseError)
 
 
 @attrs.frozen
@@ -80,7 +80,7 @@ class HeadReader:
         """Take *data*; the head and what follows it, or ``None`` while the head is incomplete.
 
         Raises:
-            _UnusualResponse: Not an HTTP/1.x head, or one past ``MAX_HEAD_BYTES``.
+            _UnservedResponseError: Not an HTTP/1.x head, or one past ``MAX_HEAD_BYTES``.
         """
         buf = self._buf
         buf += data
@@ -88,10 +88,10 @@ class HeadReader:
             end = buf.find(b"\r\n\r\n", self._searched)
             if end < 0:
                 if len(buf) > MAX_HEAD_BYTES:
-                    raise _UnusualResponse(f"a response head longer than {MAX_HEAD_BYTES} bytes")
+                    raise _UnservedResponseError(f"a response head longer than {MAX_HEAD_BYTES} bytes")
                 self._searched = max(0, len(buf) - 3)
                 if len(buf) >= 12 and not buf.startswith(b"HTTP/1."):
-                    raise _UnusualResponse("the response is not HTTP/1.x")
+                    raise _UnservedResponseError("the response is not HTTP/1.x")
                 return None
             head = parse_head(bytes(buf[:end]))
             rest = bytes(buf[end + 4 :])
@@ -109,19 +109,19 @@ def parse_head(raw: bytes) -> Head:
     """The status line and headers of *raw* (without the final blank line).
 
     Raises:
-        _UnusualResponse: Anything but a plain HTTP/1.x head.
+        _UnservedResponseError: Anything but a plain HTTP/1.x head.
     """
     lines = raw.split(b"\r\n")
     match = _STATUS_LINE.fullmatch(lines[0])
     if match is None:
-        raise _UnusualResponse("the response's status line is not HTTP/1.x")
+        raise _UnservedResponseError("the response's status line is not HTTP/1.x")
     headers: CIMultiDict[str] = CIMultiDict()
     for line in lines[1:]:
         if line[:1] in (b" ", b"\t"):
-            raise _UnusualResponse("a folded header line (obsolete line folding)")
+            raise _UnservedResponseError("a folded header line (obsolete line folding)")
         name, colon, value = line.partition(b":")
         if not colon or not name or name != name.strip():
-            raise _UnusualResponse("a header line without a name and a colon")
+            raise _UnservedResponseError("a header line without a name and a colon")
         headers.add(name.decode("latin-1"), value.strip(b" \t").decode("latin-1"))
     connection = headers.get("Connection", "").lower()
     keeps_open = "close" not in connection and (match.group(1) == b"1" or "keep-alive" in connection)
@@ -251,18 +251,20 @@ def framing_for(head: Head, *, method: str) -> BodyFraming:
     """The framing of *head*'s body (RFC 9112 section 6.3).
 
     Raises:
-        _UnusualResponse: A transfer coding other than ``chunked``, or an unusable length.
+        _UnservedResponseError: A transfer coding other than ``chunked``, or an unusable length.
     """
     if method == "HEAD" or head.status in (204, 304):
         return LengthBody(0)
     codings = ",".join(head.headers.getall("Transfer-Encoding", ())).lower()
     if codings:
         if [part.strip() for part in codings.split(",")] != ["chunked"]:
-            raise _UnusualResponse(f"a transfer coding the socket reader does not decode: {codings[:80]!r}")
+            raise _UnservedResponseError(
+                f"a transfer coding the socket reader does not decode: {codings[:80]!r}"
+            )
         return ChunkedBody()
     lengths = {value.strip() for value in head.headers.getall("Content-Length", ())}
     if not lengths:
         return CloseBody()
     if len(lengths) > 1 or _DIGITS.fullmatch(next(iter(lengths))) is None:
-        raise _UnusualResponse("an unusable Content-Length")
+        raise _UnservedResponseError("an unusable Content-Length")
     return LengthBody(int(next(iter(lengths))))
