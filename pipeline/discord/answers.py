@@ -76,7 +76,10 @@ class Admission(Protocol):
     """Use limits and cost caps: asked before an answer's provider call, told how it ended."""
 
     async def admit(self, message: discord.Message) -> str | None:
-        """``None``: answer it; a string: the short refusal posted once (no provider call)."""
+        """``None``: answer it; a string: the short refusal posted once (no provider call).
+
+        An empty string refuses without a post: the hook has answered by itself (a reaction).
+        """
         ...
 
     async def settle(self, message: discord.Message, result: TurnResult | None) -> None:
@@ -279,7 +282,8 @@ class Answers:
         if self.admission is not None:
             refusal = await self.admission.admit(message)
             if refusal is not None:
-                await _post_refusal(message, refusal)
+                if refusal:  # "": the hook answered by itself (a reaction), nothing to post
+                    await _post_refusal(message, refusal)
                 return None
         return self._start(message, key)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -100,6 +101,8 @@ class Gate:
         self.settled: list[tuple[str, StreamStatus | None]] = []
 
     async def admit(self, message: Any) -> str | None:
+        if "quietly" in message.content:
+            return ""  # refused, the hook answered by itself (as a reaction does)
         if "over" in message.content:
             return "You have used 20 of 20 requests this hour"
         self.admitted.append(message.content)
@@ -111,14 +114,29 @@ class Gate:
 
 @pytest.mark.timeout(120)
 async def test_admission_refuses_before_the_provider_and_settles_every_admitted_answer(
-    world: Harness,
+    world: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    module = importlib.import_module("rxcord.discord.answers")
+    posted: list[str] = []
+    post = module._post_refusal
+
+    async def recording(message: Any, text: str) -> None:
+        posted.append(text)
+        await post(message, text)
+
+    monkeypatch.setattr(module, "_post_refusal", recording)
     gate = Gate()
     answers = await world.start()
     answers.admission = gate
     await world.say(f"{world.me} over the limit words=2")
     await eventually(lambda: len(world.bot_messages()) == 1, what="the refusal")
     assert world.bot_messages()[0]["content"] == "You have used 20 of 20 requests this hour"
+    assert world.provider.requests == [] and not answers.active
+    await world.say(f"{world.me} refused quietly words=2")
+    await world.say(f"{world.me} over again words=2")  # the second refusal shows the first posted nothing
+    await eventually(lambda: len(world.bot_messages()) == 2, what="the second refusal")
+    assert [m["content"] for m in world.bot_messages()] == ["You have used 20 of 20 requests this hour"] * 2
+    assert posted == ["You have used 20 of 20 requests this hour"] * 2  # no empty post was tried
     assert world.provider.requests == [] and not answers.active
     await world.say(f"{world.me} slow one")
     await eventually(lambda: world.provider.written.get(0, 0) >= 3, what="the first answer")
