@@ -57,12 +57,11 @@ class FirstCut:
         scanner = self._scanner
         scanner.feed(delta)
         self._parts.append(delta)
+        # Only cut points the scanner has committed: the tail of the text fed so far may still
+        # be taken back by what follows (a backtick run opening a code span across the break),
+        # so accepting it would make the first message depend on how the deltas were cut.
         found = self._first(scanner.cuts)
         scanner.cuts.clear()
-        if found is None:
-            tail = scanner.tail_cut()
-            if tail is not None and tail.end <= self._limit and self._accepts(tail):
-                found = tail.end
         if found is None and scanner.fed >= self._limit:
             found = scanner.fed  # nothing safe within a message: shown as it is (the preview closes a fence)
         if found is not None:
