@@ -50,86 +50,22 @@ def _nothing() -> None:
     pass
 
 
-class LightObserver(abc.ObserverBase[_T], abc.DisposableBase, Generic[_T]):
-    """One source's subscriber: the stage's callbacks, a stop flag and the upstream disposable."""
+class _Hop(abc.ObserverBase[Any], abc.DisposableBase):
+    """What every light hop keeps of the wrapper's rules: one terminal event, then the upstream disposed.
 
-    __slots__ = ("_next", "_on_completed", "_on_error", "stopped", "upstream")
-
-    def __init__(
-        self,
-        on_next: Callable[[_T], None],
-        on_error: Callable[[Exception], None],
-        on_completed: Callable[[], None],
-    ) -> None:
-        self._next = on_next
-        self._on_error = on_error
-        self._on_completed = on_completed
-        self.stopped = False
-        self.upstream: abc.DisposableBase | None = None
-
-    def on_next(self, value: _T) -> None:
-        if not self.stopped:
-            self._next(value)
-
-    def on_error(self, error: Exception) -> None:
-        if self.stopped:
-            return
-        self.stopped = True
-        try:
-            self._on_error(error)
-        finally:
-            self.dispose()
-
-    def on_completed(self) -> None:
-        if self.stopped:
-            return
-        self.stopped = True
-        try:
-            self._on_completed()
-        finally:
-            self.dispose()
-
-    def attach(self, upstream: abc.DisposableBase) -> None:
-        """The upstream's disposable; disposed at once when the stream already ended."""
-        if self.stopped:
-            upstream.dispose()
-        else:
-            self.upstream = upstream
-
-    def dispose(self) -> None:
-        self.stopped = True
-        upstream, self.upstream = self.upstream, None
-        if upstream is not None:
-            upstream.dispose()
-
-
-class Relay(abc.ObserverBase[Any], abc.DisposableBase):
-    """A stage's per-subscription state that is itself its source's observer (no wrapper at all).
-
-    A subclass writes ``on_next`` (checking ``stopped`` first) and, when the end needs work,
-    ``completed`` / ``failed``; ``on_error`` and ``on_completed`` keep the rules of the module
-    docstring: once only, then the upstream is disposed. ``relay(source, stage, scheduler)``
-    subscribes it.
+    A subclass writes ``on_next`` (checking ``stopped`` first) and what a terminal event does
+    (``failed`` / ``completed``); ``on_error`` and ``on_completed`` call them once only.
     """
 
-    __slots__ = ("observer", "stopped", "upstream")
-
-    def __init__(self, observer: abc.ObserverBase[Any]) -> None:
-        self.observer = observer
-        self.stopped = False
-        self.upstream: abc.DisposableBase | None = None
-
-    def on_next(self, value: Any) -> None:
-        if not self.stopped:
-            self.observer.on_next(value)
+    __slots__ = ("stopped", "upstream")
+    stopped: bool
+    upstream: abc.DisposableBase | None
 
     def failed(self, error: Exception) -> None:
         """The stream failed (called once)."""
-        self.observer.on_error(error)
 
     def completed(self) -> None:
         """The source completed (called once)."""
-        self.observer.on_completed()
 
     def on_error(self, error: Exception) -> None:
         if self.stopped:
@@ -161,6 +97,63 @@ class Relay(abc.ObserverBase[Any], abc.DisposableBase):
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.dispose()
+
+
+class LightObserver(_Hop, Generic[_T]):
+    """One source's subscriber: the stage's callbacks, a stop flag and the upstream disposable."""
+
+    __slots__ = ("_next", "_on_completed", "_on_error")
+
+    def __init__(
+        self,
+        on_next: Callable[[_T], None],
+        on_error: Callable[[Exception], None],
+        on_completed: Callable[[], None],
+    ) -> None:
+        self._next = on_next
+        self._on_error = on_error
+        self._on_completed = on_completed
+        self.stopped = False
+        self.upstream = None
+
+    def on_next(self, value: _T) -> None:
+        if not self.stopped:
+            self._next(value)
+
+    def failed(self, error: Exception) -> None:
+        self._on_error(error)
+
+    def completed(self) -> None:
+        self._on_completed()
+
+
+class Relay(_Hop):
+    """A stage's per-subscription state that is itself its source's observer (no wrapper at all).
+
+    A subclass writes ``on_next`` (checking ``stopped`` first) and, when the end needs work,
+    ``completed`` / ``failed``; ``on_error`` and ``on_completed`` keep the rules of the module
+    docstring: once only, then the upstream is disposed. ``relay(source, stage, scheduler)``
+    subscribes it.
+    """
+
+    __slots__ = ("observer",)
+
+    def __init__(self, observer: abc.ObserverBase[Any]) -> None:
+        self.observer = observer
+        self.stopped = False
+        self.upstream = None
+
+    def on_next(self, value: Any) -> None:
+        if not self.stopped:
+            self.observer.on_next(value)
+
+    def failed(self, error: Exception) -> None:
+        """The stream failed (called once)."""
+        self.observer.on_error(error)
+
+    def completed(self) -> None:
+        """The source completed (called once)."""
+        self.observer.on_completed()
 
 
 _R = TypeVar("_R", bound="Relay | LightObserver[Any]")
@@ -238,23 +231,11 @@ class _TargetObserver(LightObserver[Any]):
         if not self.stopped:
             self.target.on_next(value)
 
-    def on_error(self, error: Exception) -> None:
-        if self.stopped:
-            return
-        self.stopped = True
-        try:
-            self.target.on_error(error)
-        finally:
-            self.dispose()
+    def failed(self, error: Exception) -> None:
+        self.target.on_error(error)
 
-    def on_completed(self) -> None:
-        if self.stopped:
-            return
-        self.stopped = True
-        try:
-            self.target.on_completed()
-        finally:
-            self.dispose()
+    def completed(self) -> None:
+        self.target.on_completed()
 
 
 def subscribe_target(
