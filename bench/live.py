@@ -53,7 +53,7 @@ __all__ = (
 import asyncio
 import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, Literal
 
@@ -459,29 +459,7 @@ async def measure_lag_floor(
                         seen.append(time.monotonic())
         return len(seen) == chunks
 
-    base = _tracked()
-    with GcWatch() as watch:
-        c0, w0 = time.process_time(), time.perf_counter()
-        sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
-        done = await asyncio.gather(*(one(number) for number in range(streams)))
-        c1, w1 = time.process_time(), time.perf_counter()
-    tracked = (await sampler - base) / streams
-    writes = await _writes(session, server)
-    lag: list[float] = []
-    for stream_id, seen in stamps.items():
-        written = writes.get(stream_id, [])
-        lag += [(at - sent) * 1000 for at, sent in zip(seen[skip:], written[skip:], strict=False)]
-    return LagResult(
-        streams,
-        rate,
-        chunks,
-        lag,
-        c1 - c0,
-        w1 - w0,
-        sum(done),
-        gc_full_ms=watch.full(),
-        tracked_per_stream=tracked,
-    )
+    return await paced_lag(session, server, one, stamps, chunks=chunks, streams=streams, rate=rate, skip=skip)
 
 
 # -- time to the first Discord message ---------------------------------------------------------------------
@@ -635,3 +613,45 @@ async def measure_capacity(
         carried = streams
     name = "transport floor (b)" if floor else "rxcord chain"
     return Capacity(name, rate, limit_ms, carried, trials, tuned)
+
+
+async def paced_lag(
+    session: aiohttp.ClientSession,
+    server: ServerProcess,
+    one: Callable[[int], Awaitable[bool]],
+    stamps: Mapping[str, list[float]],
+    *,
+    chunks: int,
+    streams: int,
+    rate: float,
+    skip: int,
+) -> LagResult:
+    """Run *one* for every stream at once and measure each chunk's lag behind the server's write.
+
+    *one* (stream number -> whether it read every chunk) appends the time it saw each chunk to
+    ``stamps[stream_id]``; CPU, wall time, full collections and tracked objects are taken around
+    the streams, as for every live contender.
+    """
+    base = _tracked()
+    with GcWatch() as watch:
+        c0, w0 = time.process_time(), time.perf_counter()
+        sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
+        done = await asyncio.gather(*(one(number) for number in range(streams)))
+        c1, w1 = time.process_time(), time.perf_counter()
+    tracked = (await sampler - base) / streams
+    writes = await _writes(session, server)
+    lag: list[float] = []
+    for stream_id, seen in stamps.items():
+        written = writes.get(stream_id, [])
+        lag += [(at - sent) * 1000 for at, sent in zip(seen[skip:], written[skip:], strict=False)]
+    return LagResult(
+        streams,
+        rate,
+        chunks,
+        lag,
+        c1 - c0,
+        w1 - w0,
+        sum(done),
+        gc_full_ms=watch.full(),
+        tracked_per_stream=tracked,
+    )

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 __all__ = ("LIMIT", "HandWrittenBot", "live_sdk_client", "measure_sdk_bot")
 
-import asyncio
 import time
 from typing import Any, Final
 
-from bench.gcwatch import GcWatch
-from bench.live import LagResult, _paced_url, _reset, _tracked, _tracked_later, _writes
+from bench.live import LagResult, _paced_url, _reset, paced_lag
 from bench.server import ServerProcess
 
 LIMIT: Final = 2000
@@ -98,26 +96,4 @@ async def measure_sdk_bot(
         await bot.close()
         return len(seen) == chunks and bool(bot.sent)
 
-    base = _tracked()
-    with GcWatch() as watch:
-        c0, w0 = time.process_time(), time.perf_counter()
-        sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
-        done = await asyncio.gather(*(one(number) for number in range(streams)))
-        c1, w1 = time.process_time(), time.perf_counter()
-    tracked = (await sampler - base) / streams
-    writes = await _writes(session, server)
-    lag: list[float] = []
-    for stream_id, seen in stamps.items():
-        written = writes.get(stream_id, [])
-        lag += [(at - sent) * 1000 for at, sent in zip(seen[skip:], written[skip:], strict=False)]
-    return LagResult(
-        streams,
-        rate,
-        chunks,
-        lag,
-        c1 - c0,
-        w1 - w0,
-        sum(done),
-        gc_full_ms=watch.full(),
-        tracked_per_stream=tracked,
-    )
+    return await paced_lag(session, server, one, stamps, chunks=chunks, streams=streams, rate=rate, skip=skip)
