@@ -82,13 +82,13 @@ from rxcord.core.errors import (
     SsrfRefusedError,
     UndecodableBodyError,
 )
+from rxcord.core.inflate import ACCEPT_ENCODING, body_inflater, body_reader
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
-from rxcord.providers.inflate import ACCEPT_ENCODING, body_inflater, body_reader
 from rxcord.providers.socket_reader import OnPiece, SocketResponse, open_request
 from rxcord.providers.sse import SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_host, endpoint_url, is_custom_endpoint

@@ -71,7 +71,6 @@ import json
 import random
 import secrets
 import urllib.parse
-import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -79,15 +78,17 @@ import aiohttp
 import attrs
 from loguru import logger
 
-from rxcord.core.body import Overflow, Read, read_capped
+from rxcord.core.body import Overflow, read_capped
 from rxcord.core.config import StreamContext
 from rxcord.core.errors import (
     DiscordError,
     DiscordStopError,
     ResponseTooLargeError,
     TokenRejectedError,
+    UndecodableBodyError,
     UnknownWebhookError,
 )
+from rxcord.core.inflate import body_reader
 from rxcord.core.state import SentMessage
 from rxcord.core.types import StopKind
 from rxcord.core.version import __version__
@@ -630,36 +631,21 @@ def _body(payload: Mapping[str, Any] | None, headers: dict[str, str]) -> bytes |
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
-    """The body, decompressed in bounded steps; ``None`` above ``limit`` bytes or when undecodable."""
-    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-    decoder = None
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
-    elif encoding not in ("", "identity"):
-        _log.warning("Discord answered with an unasked encoding {encoding}; body ignored", encoding=encoding)
-        return None
-    read = response.content.readany if decoder is None else _inflating(response, decoder, limit + 1)
+    """The body, decompressed in bounded steps (``rxcord.core.inflate``, the transport's rule).
+
+    ``None`` above ``limit`` bytes, or in an encoding that was not asked for, or corrupt.
+    """
+    encoding = response.headers.get("Content-Encoding", "identity")
     try:
+        read = body_reader(response.content.readany, encoding, limit + 1)
         return (await read_capped(read, limit, overflow=Overflow.RAISE)).data
+    except UndecodableBodyError as exc:
+        _log.warning("Discord's answer was not decodable ({why}); body ignored", why=exc)
+        return None
     except ResponseTooLargeError:
         _log.warning("Discord response body above {limit} bytes; not read further", limit=limit)
         response.close()
         return None
-    except zlib.error:
-        return None
-
-
-def _inflating(response: aiohttp.ClientResponse, decoder: zlib._Decompress, step: int) -> Read:
-    """*response*'s body decompressed, at most *step* bytes out of each piece read."""
-
-    async def read() -> bytes:
-        while piece := await response.content.readany():
-            # A piece holding only a header inflates to nothing: that is not the end of the body.
-            if out := decoder.decompress(piece, step):
-                return out
-        return b""
-
-    return read
 
 
 def _webhook(context: StreamContext) -> tuple[str, str] | None:

@@ -241,7 +241,7 @@ class SseLineTooLongError(RxcordError, ValueError):
 class UndecodableBodyError(RxcordError):
     """The body's encoding is unknown, or its compressed data is corrupt.
 
-    Raised by the bounded inflater (``rxcord.providers.inflate``); the transport reports a
+    Raised by the bounded inflater (``rxcord.core.inflate``); the transport reports a
     malformed response (a typed error chunk), never garbled text.
     """
 

@@ -20,9 +20,9 @@ import pytest
 from aiohttp import web
 
 from rxcord.core.errors import UndecodableBodyError
+from rxcord.core.inflate import Inflater, body_reader
 from rxcord.core.request import ChatRequest, Message
 from rxcord.core.types import Batch, RawStreamChunk
-from rxcord.providers.inflate import Inflater, body_reader
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import (
     BATCH_EVENTS,

@@ -1,4 +1,4 @@
-"""A provider's compressed body, decompressed in bounded steps (stage 02).
+"""A compressed response body, decompressed in bounded steps (a provider's, Discord's).
 
 aiohttp's automatic decompression turns each network read into all the bytes it
 inflates to at once: a few KiB of gzip can stand for hundreds of MiB of blank lines,
@@ -6,7 +6,9 @@ held in memory before the transport sees the first of them. The transport theref
 asks for ``gzip`` or ``deflate`` itself, turns aiohttp's decompression off, and reads
 an encoded body through ``Inflater``: each ``read`` returns at most ``step`` bytes of
 output, so the stream cap and the bound on what is held before commitment are checked
-after every step, never after an unbounded one.
+after every step, never after an unbounded one. The REST sink reads Discord's compressed
+answers through the same rule. The module is pure (zlib and a read function), so both
+stages' I/O rooms can import it from the vocabulary.
 """
 
 from __future__ import annotations
