@@ -53,6 +53,7 @@ __all__ = (
 import asyncio
 import gc
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, Literal
@@ -82,6 +83,9 @@ LIVE = StreamConfig(delivery=DeliveryMode.LIVE, max_messages=100_000, max_flushe
 
 VARIANTS = 64
 """Distinct texts the live figures spread their streams over."""
+
+TOP_TYPES = 8
+"""How many of the most numerous tracked types a live figure names (the measured reason of a miss)."""
 
 
 def stream_capture(chunks: int, number: int) -> str:
@@ -335,6 +339,8 @@ class LagResult:
     """Milliseconds of each full garbage collection during the run."""
     tracked_per_stream: float = float("nan")
     """Objects the collector tracks per live stream, halfway through the run."""
+    tracked_types: tuple[tuple[str, float], ...] = ()
+    """The most numerous types among them: (type name, objects per stream)."""
 
     @property
     def cpu_per_stream(self) -> float:
@@ -384,7 +390,7 @@ async def measure_lag(
         sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
         results = await asyncio.gather(*(one(number) for number in range(streams)))
         c1, w1 = time.process_time(), time.perf_counter()
-    tracked = (await sampler - base) / streams
+    tracked, types = _per_stream(base, await sampler, streams)
     writes = await _writes(session, server)
     lag: list[float] = []
     for stream_id, adapter in adapters.items():
@@ -404,18 +410,32 @@ async def measure_lag(
         completed,
         gc_full_ms=watch.full(),
         tracked_per_stream=tracked,
+        tracked_types=types,
     )
 
 
-def _tracked() -> int:
-    """Objects the collector tracks now (after a collection, so garbage is not counted)."""
+def _tracked() -> Counter[str]:
+    """Objects the collector tracks now, by type (after a collection, so garbage is not counted)."""
     gc.collect()
-    return len(gc.get_objects())
+    return _census()
 
 
-async def _tracked_later(seconds: float) -> int:
+async def _tracked_later(seconds: float) -> Counter[str]:
     await asyncio.sleep(seconds)
-    return len(gc.get_objects())
+    return _census()
+
+
+def _census() -> Counter[str]:
+    return Counter(type(item).__qualname__ for item in gc.get_objects())
+
+
+def _per_stream(
+    base: Counter[str], later: Counter[str], streams: int
+) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """Tracked objects per stream, and the most numerous types among them (per stream)."""
+    grown = later - base
+    top = tuple((name, count / streams) for name, count in grown.most_common(TOP_TYPES))
+    return (later.total() - base.total()) / streams, top
 
 
 async def measure_lag_floor(
@@ -638,7 +658,7 @@ async def paced_lag(
         sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
         done = await asyncio.gather(*(one(number) for number in range(streams)))
         c1, w1 = time.process_time(), time.perf_counter()
-    tracked = (await sampler - base) / streams
+    tracked, types = _per_stream(base, await sampler, streams)
     writes = await _writes(session, server)
     lag: list[float] = []
     for stream_id, seen in stamps.items():
@@ -654,4 +674,5 @@ async def paced_lag(
         sum(done),
         gc_full_ms=watch.full(),
         tracked_per_stream=tracked,
+        tracked_types=types,
     )
