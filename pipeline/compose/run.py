@@ -174,8 +174,13 @@ def build_stream(
 
 
 def _request_guards(job: StreamJob) -> Guards:
-    """The adapter's guards, the verbatim parser limited to the tools this request exposes."""
-    guards = job.adapter.guards
+    """The guards of this request, the verbatim parser limited to the tools it exposes.
+
+    An adapter with ``guards_for`` (the Chat Completions ones) is asked for the request's URL:
+    where it goes decides the think-tag start window (OpenAI's own API holds none).
+    """
+    guards_for = getattr(job.adapter, "guards_for", None)
+    guards: Guards = job.adapter.guards if guards_for is None else guards_for(job.request.url)
     if not guards.verbatim_tools:
         return guards
     exposed = guards.verbatim_tools & exposed_tool_names(job.request.body)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar, Final
 
 import attrs
+from yarl import URL
 
 from rxcord.core.config import Guards
 from rxcord.core.errors import InputError
@@ -35,6 +36,7 @@ from rxcord.providers.chat_completions.normalizer import (
 )
 from rxcord.providers.chat_completions.request import ReasoningStyle, build_chat_body
 from rxcord.providers.errors import describe_error
+from rxcord.providers.ssrf import same_origin
 from rxcord.providers.unrecognized import RecognitionCheck
 
 
@@ -55,8 +57,13 @@ class WireOptions:
     """The most stop strings the provider accepts (OpenAI: 4; ``None``: no limit enforced)."""
     think_start_window: int = DEFAULT_START_WINDOW
     """Characters held at the stream's start for a stray ``</think>`` (a chat template that opened
-    ``<think>`` in the prompt): the same window on every adapter, so the stray-closer rule gives one
-    result for the same text (``rxcord.operators.reasoning.tags``)."""
+    ``<think>`` in the prompt): the same window on every server that may run open-weight models, so
+    the stray-closer rule gives one result for the same text (``rxcord.operators.reasoning.tags``)."""
+    tagless_origins: frozenset[str] = frozenset()
+    """Origins of the provider's own API (``https://host``) whose every model keeps reasoning out
+    of the content: a request there holds no start window (``ChatCompletionsAdapter.guards_for``;
+    openers are still caught anywhere). Any other base URL keeps ``think_start_window``: a local
+    server or a proxy may serve a model whose template opened the block."""
 
 
 OPENAI_COMPATIBLE_MANDATORY: Final = frozenset({"model", "messages", "stream", "tools", "tool_choice"})
@@ -137,8 +144,36 @@ class ChatCompletionsAdapter:
 
     @property
     def guards(self) -> Guards:
-        """Stage 03 guards: OpenAI-compatible backends may leak think tags and reasoning tails."""
+        """Stage 03 guards wherever a request goes (a request's own: ``guards_for``).
+
+        OpenAI-compatible backends may leak think tags and reasoning tails, so the start window is held.
+        """
         return Guards(think_tags=True, think_start_window=self.wire.think_start_window, spill=True)
+
+    def guards_for(self, url: str | URL | None) -> Guards:
+        """The guards of a request to *url* (``None``: the default base URL).
+
+        ``guards``, with no start window where ``serves_tagless`` holds: the first text is shown at once.
+        """
+        guards = self.guards
+        if guards.think_start_window and self.serves_tagless(url):
+            return attrs.evolve(guards, think_start_window=0)
+        return guards
+
+    def serves_tagless(self, url: str | URL | None) -> bool:
+        """Whether *url* (``None``: the default base URL) is one of ``WireOptions.tagless_origins``.
+
+        Scheme, host and port must all match, so a base-URL override (``http://127.0.0.1``, a
+        proxy, ``https://api.openai.com@127.0.0.1``, another port) keeps the start window.
+        """
+        target = url or self.wire.default_base_url
+        if not target or not self.wire.tagless_origins:
+            return False
+        try:
+            parsed = URL(target)
+        except ValueError:  # not a URL: the transport refuses it; no window dropped meanwhile
+            return False
+        return any(same_origin(parsed, URL(origin)) for origin in self.wire.tagless_origins)
 
     def is_meaningful(self, raw: RawStreamChunk) -> bool:
         """Whether *raw* commits the stream (text, reasoning, a tool-call delta or usage)."""
