@@ -27,19 +27,24 @@ from __future__ import annotations
 __all__ = (
     "NO_DISPOSAL",
     "LightDisposables",
+    "LightObservable",
     "LightObserver",
+    "LightOperator",
     "LightSerial",
     "Relay",
     "relay",
     "subscribe_light",
 )
 
+import threading
 from collections.abc import Callable
+from types import MethodType
 from typing import Any, Generic, Protocol, TypeVar
 
 from reactivex import Observable, abc
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 
 def _ignore_error(_: Exception) -> None:
@@ -99,10 +104,29 @@ class _Hop(abc.ObserverBase[Any], abc.DisposableBase):
             upstream.dispose()
 
 
-class LightObserver(_Hop, Generic[_T]):
-    """One source's subscriber: the stage's callbacks, a stop flag and the upstream disposable."""
+def _call(function: Callable[..., None], *args: Any) -> None:
+    function(*args)
 
-    __slots__ = ("_next", "_on_completed", "_on_error")
+
+def unbound(callback: Callable[..., None]) -> tuple[Callable[..., None], Any]:
+    """*callback* as (function, first argument): a bound method is kept as its function and object.
+
+    A bound method is one more object per hop for the collector to walk for the stream's
+    life; its function is the class's (shared by every stream) and its object is the
+    stage's own state, which the stream holds anyway.
+    """
+    if type(callback) is MethodType:
+        return callback.__func__, callback.__self__
+    return _call, callback
+
+
+class LightObserver(_Hop, Generic[_T]):
+    """One source's subscriber: the stage's callbacks, a stop flag and the upstream disposable.
+
+    A bound method given as a callback is held as its function and its object (``unbound``).
+    """
+
+    __slots__ = ("_completed_fn", "_completed_of", "_error_fn", "_error_of", "_next_fn", "_next_of")
 
     def __init__(
         self,
@@ -110,21 +134,21 @@ class LightObserver(_Hop, Generic[_T]):
         on_error: Callable[[Exception], None],
         on_completed: Callable[[], None],
     ) -> None:
-        self._next = on_next
-        self._on_error = on_error
-        self._on_completed = on_completed
+        self._next_fn, self._next_of = unbound(on_next)
+        self._error_fn, self._error_of = unbound(on_error)
+        self._completed_fn, self._completed_of = unbound(on_completed)
         self.stopped = False
         self.upstream = None
 
     def on_next(self, value: _T) -> None:
         if not self.stopped:
-            self._next(value)
+            self._next_fn(self._next_of, value)
 
     def failed(self, error: Exception) -> None:
-        self._on_error(error)
+        self._error_fn(self._error_of, error)
 
     def completed(self) -> None:
-        self._on_completed()
+        self._completed_fn(self._completed_of)
 
 
 class Relay(_Hop):
@@ -246,28 +270,44 @@ def subscribe_target(
 
 
 class LightDisposables(abc.DisposableBase):
-    """A stream's disposables, disposed together once (``CompositeDisposable`` without its lock)."""
+    """A stream's disposables, disposed together once, in the order added.
 
-    __slots__ = ("_items",)
+    ``CompositeDisposable`` without its lock; the first two are held in slots, a list only
+    from the third on (most stages hold one or two).
+    """
+
+    __slots__ = ("_first", "_more", "_second", "is_disposed")
 
     def __init__(self, *items: abc.DisposableBase) -> None:
-        self._items: list[abc.DisposableBase] | None = list(items)
+        self._first: abc.DisposableBase | None = None
+        self._second: abc.DisposableBase | None = None
+        self._more: list[abc.DisposableBase] | None = None
+        self.is_disposed = False
+        for item in items:
+            self.add(item)
 
     def add(self, item: abc.DisposableBase) -> None:
         """Hold *item*; disposed at once when these are disposed already."""
-        if self._items is None:
+        if self.is_disposed:
             item.dispose()
+        elif self._first is None:
+            self._first = item
+        elif self._second is None:
+            self._second = item
+        elif self._more is None:
+            self._more = [item]
         else:
-            self._items.append(item)
-
-    @property
-    def is_disposed(self) -> bool:
-        return self._items is None
+            self._more.append(item)
 
     def dispose(self) -> None:
-        items, self._items = self._items, None
-        for item in items or ():
-            item.dispose()
+        if self.is_disposed:
+            return
+        self.is_disposed = True
+        first, second, more = self._first, self._second, self._more
+        self._first = self._second = self._more = None
+        for item in (first, second, *(more or ())):
+            if item is not None:
+                item.dispose()
 
 
 class LightSerial(abc.DisposableBase):
@@ -309,3 +349,70 @@ class _NoDisposal(abc.DisposableBase):
 
 NO_DISPOSAL: abc.DisposableBase = _NoDisposal()
 """A subscription with nothing to release (shared: disposing it does nothing)."""
+
+
+class LightObservable(Observable[_T]):
+    """An observable whose subscribe is a subclass's ``_subscribe_core``, its state in slots.
+
+    ``Observable(subscribe)`` is the observable, an ``RLock`` and the subscribe closure (a
+    function, its tuple of cells, the cells): objects a stream holds for its life, since
+    the chain is built per stream. A subclass keeps what it needs as slots; the lock that a
+    few reactivex operators take on their source (``delay``, ``amb``) is made on first use.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:  # not Observable.__init__: no subscribe function, no lock yet
+        self._lock: threading.RLock | None = None
+
+    @property
+    def lock(self) -> threading.RLock:
+        if self._lock is None:
+            self._lock = threading.RLock()
+        return self._lock
+
+    @lock.setter
+    def lock(self, value: threading.RLock) -> None:
+        self._lock = value
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[_T], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        raise NotImplementedError
+
+
+class LightOperator(Generic[_S, _T]):
+    """An operator as one slots object: its parameters are slots, its subscribe is ``subscribe_to``.
+
+    A factory returning a closure (``def operator(source): ...``) costs a function, its tuple
+    of cells and a cell per parameter, and the closure of the ``Observable`` it returns as
+    many again; a stream built per stream holds them all. ``operator(source)`` here is one
+    ``LightObservable`` that calls ``subscribe_to(source, observer, scheduler)``.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, source: Observable[_S]) -> Observable[_T]:
+        return _Piped(self, source)
+
+    def subscribe_to(
+        self, source: Observable[_S], observer: abc.ObserverBase[_T], scheduler: abc.SchedulerBase | None
+    ) -> abc.DisposableBase:
+        """Subscribe one stream: *observer* to what this operator makes of *source*."""
+        raise NotImplementedError
+
+
+class _Piped(LightObservable[_T]):
+    """``source.pipe(operator)`` for a ``LightOperator``."""
+
+    __slots__ = ("operator", "source")
+
+    def __init__(self, operator: LightOperator[Any, _T], source: Observable[Any]) -> None:
+        super().__init__()
+        self.operator = operator
+        self.source = source
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[_T], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        return self.operator.subscribe_to(self.source, observer, scheduler)

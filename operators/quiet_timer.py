@@ -26,13 +26,13 @@ from typing import Any
 from reactivex import abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from rxcord.operators.light import LightSerial
+from rxcord.operators.light import LightSerial, unbound
 
 
 def seconds_clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
     """A clock in seconds that agrees with *scheduler*'s timers (cheap under asyncio)."""
-    loop = getattr(scheduler, "_loop", None)
-    if isinstance(scheduler, AsyncIOScheduler) and isinstance(loop, asyncio.AbstractEventLoop):
+    loop = _loop_of(scheduler)
+    if loop is not None:
         # AsyncIOScheduler schedules with loop.call_later: loop.time() is its clock.
         return loop.time
 
@@ -42,24 +42,34 @@ def seconds_clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
     return now
 
 
+def _loop_of(scheduler: abc.SchedulerBase) -> asyncio.AbstractEventLoop | None:
+    loop = getattr(scheduler, "_loop", None)
+    if isinstance(scheduler, AsyncIOScheduler) and isinstance(loop, asyncio.AbstractEventLoop):
+        return loop
+    return None
+
+
 class QuietTimer(abc.DisposableBase):
     """Calls ``on_quiet`` after ``seconds`` without ``poke``; one timer armed at most.
 
     Under asyncio the timer is the loop's own ``call_later`` handle (the loop the
-    scheduler runs on): the scheduler's ``schedule_relative`` would add two
-    disposables, two locks and two closures per armed timer, objects every live
-    stream would hold for the collector to walk. Under any other scheduler (the
-    marble test scheduler) it is the scheduler's timer.
+    scheduler runs on), with this object as its callback: the scheduler's
+    ``schedule_relative`` would add two disposables, two locks and two closures per armed
+    timer, and a bound method as callback one more object, all held by every live stream
+    for the collector to walk. The clock is read through the loop (no bound ``loop.time``
+    kept), and a bound method given as ``on_quiet`` is kept as its function and object
+    (``rxcord.operators.light.unbound``). Under any other scheduler (the marble test
+    scheduler) the timer is the scheduler's.
     """
 
     __slots__ = (
         "_armed",
-        "_clock",
         "_dead",
         "_handle",
         "_last",
         "_loop",
-        "_on_quiet",
+        "_quiet_fn",
+        "_quiet_of",
         "_scheduler",
         "_serial",
         "seconds",
@@ -67,16 +77,10 @@ class QuietTimer(abc.DisposableBase):
 
     def __init__(self, scheduler: abc.SchedulerBase, seconds: float, on_quiet: Callable[[], None]) -> None:
         self._scheduler = scheduler
-        self._clock = seconds_clock(scheduler)
-        loop = getattr(scheduler, "_loop", None)
-        self._loop = (
-            loop
-            if isinstance(scheduler, AsyncIOScheduler) and isinstance(loop, asyncio.AbstractEventLoop)
-            else None
-        )
+        self._loop = _loop_of(scheduler)
         self.seconds = seconds
-        self._on_quiet = on_quiet
-        self._serial: LightSerial | None = None if self._loop is not None else LightSerial()
+        self._quiet_fn, self._quiet_of = unbound(on_quiet)
+        self._serial: LightSerial | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._armed = False
         self._dead = False
@@ -94,9 +98,16 @@ class QuietTimer(abc.DisposableBase):
         if self._serial is not None:
             self._serial.dispose()
 
+    def _now(self) -> float:
+        loop = self._loop
+        if loop is not None:
+            return loop.time()
+        scheduler = self._scheduler
+        return scheduler.to_seconds(scheduler.now)
+
     def poke(self) -> None:
         """Activity: the quiet period starts again now."""
-        self._last = self._clock()
+        self._last = self._now()
         if not self._armed:
             self._arm(self.seconds)
 
@@ -118,12 +129,14 @@ class QuietTimer(abc.DisposableBase):
             return
         self._armed = True
         if self._loop is not None:
-            self._handle = self._loop.call_later(delay, self._fire_loop)
+            self._handle = self._loop.call_later(delay, self)
         else:
-            assert self._serial is not None
+            if self._serial is None:  # made when first armed: most timers of a test never are
+                self._serial = LightSerial()
             self._serial.disposable = self._scheduler.schedule_relative(delay, self._fire)
 
-    def _fire_loop(self) -> None:
+    def __call__(self) -> None:
+        """The loop's timer fired."""
         self._handle = None
         self._fire(self._scheduler)
 
@@ -131,9 +144,9 @@ class QuietTimer(abc.DisposableBase):
         self._armed = False
         if self._last is None:
             return
-        remaining = self._last + self.seconds - self._clock()
+        remaining = self._last + self.seconds - self._now()
         if remaining > 1e-6:
             self._arm(remaining)
             return
         self._last = None
-        self._on_quiet()
+        self._quiet_fn(self._quiet_of)
