@@ -39,6 +39,7 @@ the first sink call (the stream's ``Timeline``).
 from __future__ import annotations
 
 __all__ = (
+    "OPENAI_OWN_HOST",
     "Capacity",
     "FirstMessageResult",
     "LagResult",
@@ -56,11 +57,12 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import aiohttp
 import attrs
 import orjson
+from yarl import URL
 
 from bench.clients import _CHAT, _TRANSPORT, REQUEST_BODY, Splitter, rxcord_job
 from bench.gcwatch import GcWatch, tuned_gc
@@ -496,8 +498,8 @@ class FirstMessageResult:
     """Per stream: the first message create's start minus the server's write of the first text event."""
     mode: DeliveryMode = DeliveryMode.LIVE
     start_window: int = 0
-    """Characters stage 03 holds at the start for a stray ``</think>`` (the family's adapter's
-    guards; 0: none): no message can come before them."""
+    """Characters stage 03 holds at the start for a stray ``</think>`` (the guards ``run_stream``
+    gave the family's requests; 0: none): no message can come before them."""
 
     def p(self, q: float) -> float:
         return percentile(self.ttfm_ms, q)
@@ -524,11 +526,39 @@ MODES: dict[DeliveryMode, StreamConfig] = {
 """The first-message figure's configurations, one per delivery mode (the benchmark's caps off)."""
 
 
+OPENAI_OWN_HOST: Final = "openai (api.openai.com's guards)"
+"""A first-message family: the openai streams with the guards the OpenAI adapter has at its own
+host (no think-tag start window), their requests still sent to the bench server on 127.0.0.1."""
+
+_WIRE_FAMILY: Final = {OPENAI_OWN_HOST: "openai"}
+"""The capture family (``bench.make_captures.FAMILIES``) of a family that is not one itself."""
+
+
+class _OwnHostGuards(OpenAIAdapter):
+    """The OpenAI adapter sending to the bench server with the guards it has at ``api.openai.com``."""
+
+    def guards_for(self, url: str | URL | None) -> Guards:
+        return super().guards_for(None)  # the default host's, whatever the (127.0.0.1) request URL
+
+
 def _family_adapter(family: str) -> Any:
     from rxcord.providers.anthropic import AnthropicAdapter
     from rxcord.providers.google import GoogleAdapter
 
-    return {"openai": OpenAIAdapter, "anthropic": AnthropicAdapter, "google": GoogleAdapter}[family]()
+    adapters = {
+        "openai": OpenAIAdapter,
+        OPENAI_OWN_HOST: _OwnHostGuards,
+        "anthropic": AnthropicAdapter,
+        "google": GoogleAdapter,
+    }
+    return adapters[family]()
+
+
+def _request_window(adapter: Any, url: str) -> int:
+    """The start window ``run_stream`` gives a request to *url* (``guards_for`` where the adapter has it)."""
+    guards_for = getattr(adapter, "guards_for", None)
+    guards: Guards = adapter.guards if guards_for is None else guards_for(url)
+    return guards.think_start_window if guards.think_tags else 0
 
 
 async def measure_first_message(
@@ -544,11 +574,14 @@ async def measure_first_message(
     """*streams* streams of *family* at once in *mode*, one event per *pace_ms*: their first messages."""
     await _reset(session, server)
     config = MODES[mode]
+    wire = _WIRE_FAMILY.get(family, family)
+    slug = wire if wire == family else f"{wire}-own"  # the stream ids are URL path segments
+    windows: set[int] = set()
 
     async def one(number: int) -> tuple[str, float | None]:
-        stream_id = f"first-{family}{number}"
+        stream_id = f"first-{slug}{number}"
         url = server.url(
-            capture_name(chunks, variant=number % VARIANTS, family=family),
+            capture_name(chunks, variant=number % VARIANTS, family=wire),
             "event",
             pace_ms=pace_ms,
             phase_ms=pace_ms * number / streams,
@@ -561,6 +594,7 @@ async def measure_first_message(
             api_key="bench-key",
             stream=True,
         )
+        windows.add(_request_window(adapter, request.url))
         sink = _FirstCreate()
         job = StreamJob(
             adapter=adapter,
@@ -576,15 +610,13 @@ async def measure_first_message(
 
     done = await asyncio.gather(*(one(number) for number in range(streams)))
     writes = await _writes(session, server)
-    first = FIRST_TEXT[family]
+    first = FIRST_TEXT[wire]
     ttfm: list[float] = []
     for stream_id, created in done:
         written = writes.get(stream_id, [])
         if created is not None and len(written) > first:
             ttfm.append((created - written[first]) * 1000)
-    guards = _family_adapter(family).guards
-    window = guards.think_start_window if guards.think_tags else 0
-    return FirstMessageResult(family, streams, pace_ms, ttfm, mode, window)
+    return FirstMessageResult(family, streams, pace_ms, ttfm, mode, max(windows, default=0))
 
 
 # -- streams per process ----------------------------------------------------------------------------------
