@@ -45,8 +45,9 @@ class Guards:
     """Characters at the stream's start held for a stray ``</think>`` (a template-opened block).
 
     ``0``: nothing is held, so live text starts at once; openers are still caught
-    anywhere. Every adapter that runs the think stripper holds the same window (256),
-    so a leading stray closer gives the same result on each; a graceful stop delivers
+    anywhere. Every adapter that runs the think stripper holds the same window (256)
+    wherever an open-weight model may answer, so a leading stray closer gives the same
+    result on each (OpenAI's own API holds none: ``guards_for``); a graceful stop delivers
     what the window held as the answer (``rxcord.operators.reasoning.held_at_stop``).
     """
     spill: bool = False
