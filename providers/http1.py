@@ -31,7 +31,7 @@ import re
 from typing import Final, Protocol
 
 import attrs
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDict
 
 MAX_HEAD_BYTES: Final = 64 * 1024
 """The most bytes one response head may take (aiohttp's own limit is about 8 KiB per line)."""
@@ -39,7 +39,11 @@ MAX_SIZE_LINE: Final = 4096
 """The most bytes a chunk's size line may take (its extensions included)."""
 
 _STATUS_LINE: Final = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: ([^\r\n]*))?")
-_HEX: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_SIZE_LINE: Final = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\n]*)?\r*")
+"""A chunk's size line without its line feed: the hex size, extensions (ignored), carriage returns."""
+_CARRIAGE_RETURNS: Final = re.compile(rb"\r*")
+_LINE_WINDOW: Final = MAX_SIZE_LINE + 1
+"""How far a search for a line's end looks: a longer line is broken framing."""
 _DIGITS: Final = re.compile(r"[0-9]{1,19}")
 
 
@@ -58,7 +62,8 @@ class Head:
 
     status: int
     reason: str
-    headers: CIMultiDictProxy[str]
+    headers: CIMultiDict[str]
+    """Read only (not wrapped in a proxy: a live stream keeps them, one object fewer)."""
     keeps_open: bool
     """HTTP/1.0 without keep-alive closes after the body (informational only: requests say close)."""
 
@@ -126,7 +131,7 @@ def parse_head(raw: bytes) -> Head:
     connection = headers.get("Connection", "").lower()
     keeps_open = "close" not in connection and (match.group(1) == b"1" or "keep-alive" in connection)
     reason = (match.group(3) or b"").decode("latin-1")
-    return Head(int(match.group(2)), reason, CIMultiDictProxy(headers), keeps_open)
+    return Head(int(match.group(2)), reason, headers, keeps_open)
 
 
 class BodyFraming(Protocol):
@@ -135,8 +140,8 @@ class BodyFraming(Protocol):
     done: bool
     """The body's last byte was read."""
 
-    def feed(self, data: bytes) -> list[bytes]:
-        """The body's bytes in *data* (framing removed); ``done`` once the body ended."""
+    def feed(self, data: bytes) -> bytes:
+        """The body's bytes in *data*, framing removed (one piece per read); ``done`` once it ended."""
         ...
 
     def ends_at_close(self) -> bool:
@@ -153,13 +158,13 @@ class LengthBody:
         self.left = length
         self.done = length == 0
 
-    def feed(self, data: bytes) -> list[bytes]:
-        if self.done or not data:
-            return []
+    def feed(self, data: bytes) -> bytes:
+        if self.done:
+            return b""
         take = data if len(data) <= self.left else data[: self.left]
         self.left -= len(take)
         self.done = self.left == 0
-        return [take]
+        return take
 
     def ends_at_close(self) -> bool:
         return self.done
@@ -173,8 +178,8 @@ class CloseBody:
     def __init__(self) -> None:
         self.done = False
 
-    def feed(self, data: bytes) -> list[bytes]:
-        return [data] if data else []
+    def feed(self, data: bytes) -> bytes:
+        return data
 
     def ends_at_close(self) -> bool:
         return True
@@ -184,6 +189,10 @@ class ChunkedBody:
     """``Transfer-Encoding: chunked``: size lines, data, CRLF; a zero size ends the body.
 
     Trailers after the last chunk are not read: the request asked for ``Connection: close``.
+    A read holding whole chunks (the usual case: a server writes one chunk per event) is decoded
+    where it lies: the size line matched in place, the data sliced once (not at all when a read
+    is data only), the CRLF after it compared. Only a line the network cut is copied, into a
+    buffer bounded by ``MAX_SIZE_LINE``; each byte is searched at most twice.
     """
 
     __slots__ = ("_after_data", "_line", "done", "left")
@@ -193,55 +202,85 @@ class ChunkedBody:
         """Data bytes left in the current chunk."""
         self._after_data = False
         """The line being read is the (empty) one that ends a chunk's data."""
-        self._line = bytearray()
-        """A size line cut by the network (bounded by ``MAX_SIZE_LINE``)."""
+        self._line: bytearray | None = None
+        """A line cut by the network (``None`` until one is: most reads hold whole lines)."""
         self.done = False
 
-    def feed(self, data: bytes) -> list[bytes]:
-        """The chunk data in *data*.
+    def feed(self, data: bytes) -> bytes:
+        """The chunk data in *data*, as one piece.
 
         Raises:
             ConnectionError: The framing is broken (the stream cannot be read on).
         """
-        out: list[bytes] = []
+        out = b""
+        more: list[bytes] | None = None
+        """Only a read holding several chunks' data joins pieces."""
         pos, size = 0, len(data)
         while pos < size and not self.done:
-            if self.left:
-                end = min(size, pos + self.left)
-                out.append(data[pos:end] if pos or end < size else data)
-                self.left -= end - pos
+            left = self.left
+            if left:
+                end = pos + left if pos + left < size else size
+                piece = data if pos == 0 and end == size else data[pos:end]
+                self.left = left - (end - pos)
+                self._after_data = not self.left
                 pos = end
-                if not self.left:
-                    self._after_data = True
+                if not out:
+                    out = piece
+                elif more is None:
+                    more = [out, piece]
+                else:
+                    more.append(piece)
                 continue
-            newline = data.find(b"\n", pos)
-            if newline < 0:
-                self._hold(data[pos:])
-                break
-            self._hold(data[pos:newline])
-            pos = newline + 1
-            self._line_done()
-        return out
+            if self._line is None:
+                if self._after_data and data[pos : pos + 2] == b"\r\n":
+                    self._after_data = False  # the usual CRLF after a chunk's data
+                    pos += 2
+                    continue
+                newline = data.find(b"\n", pos, pos + _LINE_WINDOW)
+                if newline >= 0:
+                    match = None if self._after_data else _SIZE_LINE.fullmatch(data, pos, newline)
+                    if match is None:
+                        self._line_done(data, pos, newline)  # the line after a chunk's data, or broken
+                    else:
+                        self.left = int(match[1], 16)  # the usual size line, matched where it lies
+                        self.done = not self.left
+                    pos = newline + 1
+                    continue
+            pos = self._hold(data, pos)
+        return out if more is None else b"".join(more)
 
-    def _hold(self, piece: bytes) -> None:
-        self._line += piece
-        if len(self._line) > MAX_SIZE_LINE:
-            raise ConnectionError(f"a chunk size line longer than {MAX_SIZE_LINE} bytes")
+    def _hold(self, data: bytes, pos: int) -> int:
+        """A line the network cut: held (bounded) until its end comes; where the bytes after it start."""
+        held = self._line
+        room = MAX_SIZE_LINE - (len(held) if held is not None else 0)
+        newline = data.find(b"\n", pos, pos + room + 1)
+        if newline < 0:
+            if len(data) - pos > room:
+                raise ConnectionError(f"a chunk size line longer than {MAX_SIZE_LINE} bytes")
+            if held is None:
+                self._line = held = bytearray()
+            held += data[pos:]
+            return len(data)
+        if held is None:
+            self._line_done(data, pos, newline)
+        else:
+            held += data[pos:newline]
+            self._line = None
+            self._line_done(held, 0, len(held))
+        return newline + 1
 
-    def _line_done(self) -> None:
-        line = bytes(self._line).rstrip(b"\r")
-        self._line.clear()
+    def _line_done(self, line: bytes | bytearray, start: int, stop: int) -> None:
+        """The line ``line[start:stop]`` (its line feed excluded), read where it lies (no copy)."""
         if self._after_data:
             self._after_data = False
-            if line:
+            if _CARRIAGE_RETURNS.fullmatch(line, start, stop) is None:
                 raise ConnectionError("chunked framing: no line end after a chunk's data")
             return
-        digits = line.split(b";", 1)[0].strip(b" \t")
-        if _HEX.fullmatch(digits) is None:
+        match = _SIZE_LINE.fullmatch(line, start, stop)
+        if match is None:
             raise ConnectionError("chunked framing: a chunk size that is not a hex number")
-        self.left = int(digits, 16)
-        if not self.left:
-            self.done = True
+        self.left = int(match[1], 16)
+        self.done = not self.left
 
     def ends_at_close(self) -> bool:
         return self.done

@@ -28,12 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from loguru import logger
-from multidict import CIMultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from rxcord.core.errors import InputError
 from rxcord.core.version import __version__
-from rxcord.providers.http1 import BodyFraming, Head, HeadReader, framing_for, is_unusual
+from rxcord.providers.http1 import BodyFraming, HeadReader, framing_for, is_unusual
 
 _log = logger.bind(stage="02-transport")
 
@@ -56,71 +56,120 @@ def default_tls() -> ssl.SSLContext:
     return _default_tls
 
 
-class _Reader(asyncio.Protocol):
-    """One response: its head, then its body pieces, pulled (``read``) or pushed (``stream``)."""
+_NO_HEADERS: Final[Mapping[str, str]] = CIMultiDictProxy(CIMultiDict())
+"""A response's headers until its head is read."""
 
-    def __init__(self, method: str) -> None:
-        loop = asyncio.get_running_loop()
+
+class SocketResponse(asyncio.Protocol):
+    """One response read from its socket: status, headers, and its body (``read`` or ``stream``).
+
+    The protocol and the response are one object, and one future is alive at a time (the
+    head's, a ``read``'s, or the stream's end): a live stream holds as few objects as it can.
+    """
+
+    __slots__ = (
+        "_done",
+        "_ended",
+        "_failure",
+        "_framing",
+        "_heads",
+        "_held",
+        "_paused",
+        "_pieces",
+        "_push",
+        "_waiter",
+        "headers",
+        "method",
+        "status",
+        "transport",
+        "url",
+    )
+
+    def __init__(self, method: str, url: URL) -> None:
         self.method = method
+        self.url = url
+        self.status = 0
+        self.headers: Mapping[str, str] = _NO_HEADERS
+        """Case-insensitive once the head is read; read only."""
         self.transport: asyncio.Transport | None = None
-        self.head: asyncio.Future[Head] = loop.create_future()
         self._heads: HeadReader | None = HeadReader()
         self._framing: BodyFraming | None = None
-        self._pieces: collections.deque[bytes] = collections.deque()
+        """``None`` until the head is read."""
+        self._waiter: asyncio.Future[None] | None = asyncio.get_running_loop().create_future()
+        """The head's future, then a ``read``'s while it waits (``None`` between them)."""
+        self._pieces: collections.deque[bytes] | None = None
+        """Pieces nobody took yet (pulled with ``read``; ``None`` until one is held)."""
         self._held = 0
         self._paused = False
-        self._waiter: asyncio.Future[None] | None = None
         self._ended = False
-        """The body ended (cleanly, or with ``_failure``)."""
+        """The body ended (cleanly, or with ``_failure``), or the pushed-to callable stopped it."""
         self._failure: BaseException | None = None
         self._push: OnPiece | None = None
         self._done: asyncio.Future[bool] | None = None
-        self._loop = loop
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        framing = self._framing
+        if framing is None:
+            self._head_received(data)
+            return
+        if self._ended:
+            return
         try:
-            if self._heads is not None:
-                got = self._heads.feed(data)
-                if got is None:
-                    return
-                head, data = got
-                self._heads = None
-                self._framing = framing_for(head, method=self.method)
-                if not self.head.done():
-                    self.head.set_result(head)
-                if self._framing.done:
-                    self._end(None)
-                    return
-            framing = self._framing
-            if framing is None or self._ended:
-                return
-            pieces = framing.feed(data)
-            if pieces:
+            piece = framing.feed(data)
+            if piece:
                 # One piece per network read, as aiohttp's readany gives: a read that holds several
                 # chunks (a client that fell behind) is one batch downstream, not one per chunk.
-                self._deliver(pieces[0] if len(pieces) == 1 else b"".join(pieces))
-            if self._ended:
-                return
+                push, done = self._push, self._done
+                if push is None or done is None:
+                    self._hold(piece)
+                elif done.done():
+                    # The reading task was cancelled (a dispose, the idle bound): nothing more is pushed.
+                    self._ended = True
+                    return
+                elif push(piece):
+                    self._finish_push(stopped=True)
+                    return
             if framing.done:
                 self._end(None)
         except Exception as exc:
             self._fail(exc)
 
+    def _head_received(self, data: bytes) -> None:
+        heads = self._heads
+        if heads is None:
+            return  # failed already
+        try:
+            got = heads.feed(data)
+            if got is None:
+                return
+            head, rest = got
+            self._heads = None
+            framing = framing_for(head, method=self.method)
+        except Exception as exc:
+            self._fail(exc)
+            return
+        self.status, self.headers, self._framing = head.status, head.headers, framing
+        self._wake()
+        if framing.done:
+            self._end(None)
+        elif rest:
+            self.data_received(rest)
+
     def eof_received(self) -> bool | None:
         return None  # close the transport: the body (if close-delimited) ends at connection_lost
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self.head.done():
-            self.head.set_exception(exc or ConnectionError("the connection closed before the response head"))
+        framing = self._framing
+        if framing is None:
+            self._fail(exc or ConnectionError("the connection closed before the response head"))
             return
         if self._ended:
             return
-        framing = self._framing
-        if exc is None and framing is not None and framing.ends_at_close():
+        if exc is None and framing.ends_at_close():
             self._end(None)
             return
         self._end(
@@ -128,24 +177,20 @@ class _Reader(asyncio.Protocol):
         )
 
     def _fail(self, exc: BaseException) -> None:
-        if not self.head.done():
-            self.head.set_exception(exc)
+        if self._framing is None:
+            self._heads = None
+            waiter, self._waiter = self._waiter, None
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(exc)
         self._end(exc)
         if self.transport is not None:
             self.transport.close()
 
-    def _deliver(self, piece: bytes) -> None:
-        push = self._push
-        if push is not None:
-            done = self._done
-            if done is not None and done.done():
-                # The reading task was cancelled (a dispose, the idle bound): nothing more is pushed.
-                self._ended = True
-                return
-            if push(piece):
-                self._finish_push(stopped=True)
-            return
-        self._pieces.append(piece)
+    def _hold(self, piece: bytes) -> None:
+        pieces = self._pieces
+        if pieces is None:
+            self._pieces = pieces = collections.deque()
+        pieces.append(piece)
         self._held += len(piece)
         self._wake()
         if self._held > _PAUSE_AT and not self._paused and self.transport is not None:
@@ -158,29 +203,48 @@ class _Reader(asyncio.Protocol):
         self._ended = True
         self._failure = failure
         self._wake()
-        if self._done is not None and not self._done.done():
+        done = self._done
+        if done is not None and not done.done():
             if failure is None:
-                self._done.set_result(False)
+                done.set_result(False)
             else:
-                self._done.set_exception(failure)
+                done.set_exception(failure)
 
     def _finish_push(self, *, stopped: bool) -> None:
         self._ended = True
-        if self._done is not None and not self._done.done():
-            self._done.set_result(stopped)
+        done = self._done
+        if done is not None and not done.done():
+            done.set_result(stopped)
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    async def head_read(self) -> None:
+        """Wait for the response head (``status`` and ``headers`` are set then).
+
+        Raises:
+            OSError: The connection closed before the head (or failed).
+            ValueError: The head is not one this reader serves (``is_unusual``).
+        """
+        waiter = self._waiter
+        if waiter is not None and self._framing is None:
+            await waiter
+        elif self._framing is None and self._failure is not None:
+            raise self._failure
+
     @property
     def failure(self) -> BaseException | None:
-        """What ended the body early (see ``SocketResponse.failure``)."""
+        """What ended the body early: a cut, or what the pushed-to callable raised.
+
+        The callable may cancel the reading task itself (an observer that disposes as it
+        raises): the task then sees a cancellation, and finds the exception here.
+        """
         return self._failure
 
     async def read(self) -> bytes:
-        """The next body piece; ``b""`` at the body's end.
+        """The next piece of the (still encoded) body; ``b""`` at its end.
 
         Raises:
             ConnectionError: The body was cut (or its framing broken).
@@ -190,8 +254,9 @@ class _Reader(asyncio.Protocol):
                 if self._failure is not None:
                     raise self._failure
                 return b""
-            self._waiter = self._loop.create_future()
-            await self._waiter
+            # One future per wait, woken by the read that brings a piece (or the end).
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            await waiter
         piece = self._pieces.popleft()
         self._held -= len(piece)
         if self._paused and self._held <= _PAUSE_AT // 2 and self.transport is not None:
@@ -205,12 +270,12 @@ class _Reader(asyncio.Protocol):
         The future: ``True`` when *on_piece* asked to stop, ``False`` at the body's end; the
         exception *on_piece* raised, or the cut. *on_piece* runs inside ``data_received``.
         """
-        done: asyncio.Future[bool] = self._loop.create_future()
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._done = done
+        pieces, self._pieces, self._held = self._pieces, None, 0
         try:
-            while self._pieces:
-                piece = self._pieces.popleft()
-                if on_piece(piece):
+            while pieces:
+                if on_piece(pieces.popleft()):
                     self._finish_push(stopped=True)
                     return done
         except Exception as exc:
@@ -219,8 +284,6 @@ class _Reader(asyncio.Protocol):
             done.set_exception(exc)
             self._fail(exc)
             return done
-        self._pieces.clear()
-        self._held = 0
         if self._ended:
             if self._failure is None:
                 done.set_result(False)
@@ -233,45 +296,11 @@ class _Reader(asyncio.Protocol):
             self.transport.resume_reading()
         return done
 
-
-class SocketResponse:
-    """A response read by the socket reader: status, headers, and its body (``read`` or ``stream``)."""
-
-    __slots__ = ("_reader", "headers", "status", "url")
-
-    def __init__(self, reader: _Reader, head: Head, url: URL) -> None:
-        self._reader = reader
-        self.status = head.status
-        self.headers: CIMultiDictProxy[str] = head.headers
-        self.url = url
-
-    async def read(self) -> bytes:
-        """The next piece of the (still encoded) body; ``b""`` at its end."""
-        return await self._reader.read()
-
-    def stream(self, on_piece: OnPiece) -> asyncio.Future[bool]:
-        """Push every piece of the (still encoded) body to *on_piece* (see ``_Reader.stream``)."""
-        return self._reader.stream(on_piece)
-
-    @property
-    def failure(self) -> BaseException | None:
-        """What ended the body early: a cut, or what the pushed-to callable raised.
-
-        The callable may cancel the reading task itself (an observer that disposes as it
-        raises): the task then sees a cancellation, and finds the exception here.
-        """
-        return self._reader.failure
-
     def close(self) -> None:
         """Close the socket (an unread body is never read on: the server sees the client go)."""
-        transport = self._reader.transport
+        transport = self.transport
         if transport is not None and not transport.is_closing():
             transport.close()
-
-    @property
-    def transport(self) -> asyncio.Transport | None:
-        """The socket's asyncio transport (tests check ``is_closing()`` after disposal)."""
-        return self._reader.transport
 
 
 def _request_bytes(method: str, url: URL, headers: Mapping[str, str], body: bytes) -> bytes:
@@ -330,7 +359,7 @@ async def open_request(
     secure = url.scheme == "https"
     context = (tls or default_tls()) if secure else None
     loop = asyncio.get_running_loop()
-    reader = _Reader(method)
+    response = SocketResponse(method, url)
     payload = _request_bytes(method, url, headers, body)
     targets = list(addresses) if addresses else [host]
     failure: OSError | None = None
@@ -339,7 +368,7 @@ async def open_request(
         for target in targets:
             try:
                 transport, _ = await loop.create_connection(
-                    lambda: reader,
+                    lambda: response,
                     target,
                     url.port or _DEFAULT_PORTS[url.scheme],
                     ssl=context,
@@ -355,11 +384,11 @@ async def open_request(
         on_transport(transport)
     try:
         transport.write(payload)
-        head = await reader.head
+        await response.head_read()
     except BaseException as exc:
         transport.close()
         if isinstance(exc, Exception) and is_unusual(exc):
             _log.info("{host}: {why}; the response is read through aiohttp", host=host, why=exc)
             return None
         raise
-    return SocketResponse(reader, head, url)
+    return response

@@ -293,3 +293,86 @@ async def test_a_read_holding_many_chunks_is_one_piece(monkeypatch: pytest.Monke
     chunks, stats, _ = await _read([[whole]], "socket")
     assert [c.data["choices"][0]["delta"]["content"] for c in chunks] == texts
     assert stats.readers == ["socket"] and 1 <= len(fed) <= 10
+
+
+# -- counted: the reader's own work per read, and what a pushed stream keeps ---------------------------
+
+HEAD_CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def _frame(event: bytes) -> bytes:
+    return f"{len(event):x}\r\n".encode() + event + b"\r\n"
+
+
+def _calls_in_reads(response: Any, reads: Sequence[bytes], on_piece_name: str) -> int:
+    """Python and C calls made inside ``data_received`` for *reads*, the pushed-to callable's left out."""
+    import sys
+
+    calls, depth, inside_push = 0, 0, 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls, depth, inside_push
+        name = frame.f_code.co_name
+        if event == "call" and name == on_piece_name:
+            inside_push += 1
+        elif event == "return" and name == on_piece_name:
+            inside_push -= 1
+        elif event == "call" and name == "data_received":
+            depth += 1
+        elif event == "return" and name == "data_received":
+            depth -= 1
+        if event in ("call", "c_call") and depth and not inside_push:
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        for read in reads:
+            response.data_received(read)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+async def test_a_pushed_read_costs_a_few_calls_and_a_stream_keeps_a_few_objects() -> None:
+    """Counted, not timed: one chunk per read is framed with a handful of calls, nothing is queued.
+
+    A pushed read costs ``data_received``, the framing's ``feed`` and its ``len``, one ``find``, one
+    regex match for the size line, and the cancellation check (the CRLF after the data is compared,
+    not searched). A response being pushed keeps itself, its framing, its headers and the one future
+    the reading task awaits: no head future, no piece queue, no second response object.
+    """
+    import gc
+
+    from yarl import URL
+
+    from rxcord.providers.socket_reader import SocketResponse
+
+    got: list[bytes] = []
+
+    def on_piece(piece: bytes) -> bool:
+        got.append(piece)
+        return False
+
+    events = [_delta(f"w{i}") for i in range(200)]
+    url = URL("http://127.0.0.1:1/v1")
+    futures: list[asyncio.Future[bool]] = []
+    warm = SocketResponse("POST", url)  # what the first response makes once (caches) is not counted
+    warm.data_received(HEAD_CHUNKED + _frame(events[0]))
+    gc.collect()
+    before = len(gc.get_objects())
+    responses = [SocketResponse("POST", url) for _ in range(20)]
+    for one in responses:
+        one.data_received(HEAD_CHUNKED)
+        futures.append(one.stream(on_piece))
+        one.data_received(_frame(events[0]))
+    gc.collect()
+    kept = (len(gc.get_objects()) - before - 1) / len(responses)  # 1: the list of responses
+    assert kept < 5, kept  # the response, its framing, its headers, the stream's future
+
+    calls = _calls_in_reads(responses[0], [_frame(event) for event in events[1:]], "on_piece")
+    assert b"".join(got[19:]) == b"".join(events), "every event's bytes pushed once, in order"
+    assert calls <= 6 * len(events[1:]), calls / len(events[1:])
+    # A read holding many chunks (a client behind) is still linear: a few calls per chunk, one join.
+    calls = _calls_in_reads(responses[1], [b"".join(_frame(event) for event in events)], "on_piece")
+    assert calls <= 3 * len(events) + 10, calls
+    assert not any(future.done() for future in futures)
