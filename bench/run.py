@@ -208,11 +208,12 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         report.latency(result, checked=checked)
                 if 3 in only:
                     streams, chunks, pace_ms = config.first_message
-                    # Every family live and in edit mode; aggregated on the first family's wire format.
+                    # Every family live and in edit mode (OpenAI also with the guards of its own
+                    # host); aggregated on the first family's wire format.
                     runs = [
                         (family, mode)
                         for mode in (DeliveryMode.LIVE, DeliveryMode.EDIT)
-                        for family in FAMILIES
+                        for family in (*FAMILIES, live.OPENAI_OWN_HOST)
                     ]
                     runs.append((FAMILIES[0], DeliveryMode.AGGREGATED))
                     for family, mode in runs:
