@@ -2,10 +2,16 @@
 
 A bot's command handlers call ``registry.stop(channel_id, StopKind.USER)``
 (or ``INTERRUPT`` when a follow-up message arrives, ``KILL`` for /kill); the
-stream running in that channel sees it through its ``ReplaySubject(1)``, so
-a stop sent between ``open`` and the chain's subscription is not lost. A
-stop for a channel where nothing streams is a no-op; one for a channel where
-several streams run reaches each of them.
+stream running in that channel sees it through its stop subject, which
+replays the last stop to a late subscriber (``ReplaySubject(1)``'s behaviour,
+``rxcord.core.replay_last``), so a stop sent between ``open`` and the chain's
+subscription is not lost. A stop for a channel where nothing streams is a
+no-op; one for a channel where several streams run reaches each of them.
+
+Stops are raised on the event loop's thread (every caller in rxcord does: the
+bot's commands and follow-ups, the Redis stop bus's reader task, the chain's
+own stages); a stop from another thread goes through
+``loop.call_soon_threadsafe(handle.stop, kind)``.
 """
 
 from __future__ import annotations
@@ -15,18 +21,18 @@ __all__ = ("StopHandle", "StopRegistry")
 import attrs
 from loguru import logger
 from reactivex import Observable
-from reactivex.scheduler import ImmediateScheduler
-from reactivex.subject import ReplaySubject
 
+from rxcord.core.replay_last import ReplayLast
 from rxcord.core.types import StopKind, StopSignal
 
 _log = logger.bind(stage="04-stops")
 
 
-def _new_subject() -> ReplaySubject[StopSignal]:
-    # Immediate scheduling: a stop reaches the gate synchronously, wherever it is raised
-    # (the default CurrentThreadScheduler would defer it while a trampoline runs).
-    return ReplaySubject(1, scheduler=ImmediateScheduler())
+def _new_subject() -> ReplayLast[StopSignal]:
+    # What ReplaySubject(1, scheduler=ImmediateScheduler()) did: a stop reaches the gate
+    # synchronously, wherever it is raised; a late subscriber gets the last stop at once. Light:
+    # the subject and one link per subscriber, not ReplaySubject's locks, queues and wrappers.
+    return ReplayLast()
 
 
 @attrs.define
@@ -34,7 +40,7 @@ class StopHandle:
     """The stop subject of one stream."""
 
     channel_id: str
-    subject: ReplaySubject[StopSignal] = attrs.field(factory=_new_subject)
+    subject: ReplayLast[StopSignal] = attrs.field(factory=_new_subject)
 
     @property
     def signals(self) -> Observable[StopSignal]:
@@ -42,7 +48,10 @@ class StopHandle:
         return self.subject
 
     def stop(self, kind: StopKind, reason: str = "") -> None:
-        """Ask this stream to stop (safe from inside the chain: the gate defers it to the next chunk)."""
+        """Ask this stream to stop (safe from inside the chain: the gate defers it to the next chunk).
+
+        Call it on the stream's event loop thread (the subject holds no lock).
+        """
         self.subject.on_next(StopSignal(kind, reason))
 
 

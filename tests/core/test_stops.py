@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+
 from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import StopKind, StopSignal
+from rxcord.operators.light import subscribe_light
 
 
 def _seen(handle: StopHandle) -> list[StopSignal]:
@@ -47,3 +50,37 @@ def test_channels_are_independent() -> None:
     registry.stop("a", StopKind.KILL)
     assert [s.kind for s in seen_here] == [StopKind.KILL] and seen_there == []
     assert set(registry.active()) == {"a", "b"}
+
+
+def test_a_stop_before_the_stream_subscribes_reaches_it_at_once() -> None:
+    """The handle's subject replays the last stop: a stop between ``open`` and the chain is kept."""
+    handle = StopRegistry().open("c")
+    handle.stop(StopKind.USER, "early")
+    handle.stop(StopKind.KILL, "later")
+    seen = _seen(handle)
+    assert [(s.kind, s.reason) for s in seen] == [(StopKind.KILL, "later")]
+
+
+def test_a_stream_stop_handle_holds_few_tracked_objects() -> None:
+    """Per stream: the handle, its subject, one link per subscriber (beside the subscriber) and the stop.
+
+    ``ReplaySubject(1)`` held about seven objects per subscriber (a ScheduledObserver with its lock,
+    queue and SerialDisposable with another lock, a RemovableDisposable) and four of its own.
+    """
+
+    def nothing(_: object) -> None:
+        pass
+
+    def open_one() -> list[object]:
+        handle = StopHandle("c")
+        subscribers = [subscribe_light(handle.signals, nothing) for _ in range(3)]
+        handle.stop(StopKind.USER)
+        return [handle, *subscribers]
+
+    open_one()  # warm-up: what the first use imports or caches is no stream's
+    gc.collect()
+    before = len(gc.get_objects())
+    kept = [open_one() for _ in range(100)]
+    gc.collect()
+    per_stream = (len(gc.get_objects()) - before - 1 - len(kept)) / len(kept)  # minus the lists
+    assert per_stream <= 1 + 1 + 3 * 2 + 1, per_stream
