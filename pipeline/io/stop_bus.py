@@ -6,7 +6,7 @@ may land in any of them. ``RedisStopBus`` connects the processes' stop
 registries: ``publish(channel_id, kind)`` stops the stream at once when it
 runs in this process and puts the stop on Redis; every other process's bus
 reads it and calls ``registry.stop(channel_id, kind, reason)`` on its own
-``StopRegistry``, which feeds the very ``ReplaySubject`` the chain's stop gate
+``StopRegistry``, which feeds the very stop subject the chain's stop gate
 already consumes. A stop for a channel that streams nowhere changes nothing
 (``StopRegistry.stop`` returns ``False`` in every process).
 
