@@ -48,7 +48,7 @@ from reactivex import Observable, abc
 from rxcord.core.config import StreamConfig
 from rxcord.core.state import Segment
 from rxcord.core.types import DeliveryMode, Operator, SegmentKind
-from rxcord.operators.light import Relay, relay
+from rxcord.operators.light import LightOperator, Relay, relay
 from rxcord.operators.reasoning.tags import TAG_START_RE, strip_think_tags
 from rxcord.operators.render import apply_render, split_code
 
@@ -296,16 +296,24 @@ def clean(config: StreamConfig) -> Operator[Segment, Segment]:
     Returns:
         An operator from segments to cleaned segments, order preserved.
     """
+    return _Clean(config)
 
-    def operator(source: Observable[Segment]) -> Observable[Segment]:
-        def subscribe(
-            observer: abc.ObserverBase[Segment], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            return relay(source, _Cleaning(observer, SegmentCleaner(config)), scheduler)
 
-        return Observable(subscribe)
+class _Clean(LightOperator[Segment, Segment]):
+    """The ``clean`` operator: its configuration (one slots object, not a closure per stream)."""
 
-    return operator
+    __slots__ = ("config",)
+
+    def __init__(self, config: StreamConfig) -> None:
+        self.config = config
+
+    def subscribe_to(
+        self,
+        source: Observable[Segment],
+        observer: abc.ObserverBase[Segment],
+        scheduler: abc.SchedulerBase | None,
+    ) -> abc.DisposableBase:
+        return relay(source, _Cleaning(observer, SegmentCleaner(self.config)), scheduler)
 
 
 class _Cleaning(Relay):

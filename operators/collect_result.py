@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = ("ResultBuilder", "ResultFold", "collect_result", "compile_thought_log")
 
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import attrs
 from reactivex import Observable, abc
@@ -35,6 +36,7 @@ from rxcord.core.types import (
 )
 from rxcord.operators.light import LightDisposables, subscribe_light, subscribe_target
 
+_I = TypeVar("_I")
 _TEXT_THOUGHTS = (ThoughtKind.RAW, ThoughtKind.SUMMARY)
 _SHOWN = (SegmentKind.TEXT, SegmentKind.TABLE)
 """Segments whose text is part of the visible text delivered (a table as its markdown)."""
@@ -68,10 +70,12 @@ class ResultBuilder:
     visible: TextBuffer = attrs.field(factory=TextBuffer)
     """Visible deltas, held compactly (a long stream's deltas are not all kept alive)."""
     delivered: TextBuffer = attrs.field(factory=TextBuffer)
-    thoughts: list[ThoughtLogEntry] = attrs.field(factory=list)
-    details: list[str] = attrs.field(factory=list)
-    calls: list[FunctionCall] = attrs.field(factory=list)
-    messages: list[SentMessage] = attrs.field(factory=list)
+    # The lists are made when first needed (``None`` until then): most streams have no
+    # thought, detail or call, and a stream's builder lives as long as the stream.
+    thoughts: list[ThoughtLogEntry] | None = None
+    details: list[str] | None = None
+    calls: list[FunctionCall] | None = None
+    messages: list[SentMessage] | None = None
     delivery_stop: StopKind | None = None
 
     def add(self, item: StreamState | Delivery) -> None:
@@ -86,13 +90,14 @@ class ResultBuilder:
         if state.delta:
             self.visible.append(state.delta)
         if state.thoughts:
-            self.thoughts.extend(state.thoughts)
+            self.thoughts = _extended(self.thoughts, state.thoughts)
         if state.function_call is not None:
-            self.calls.append(state.function_call)
+            self.calls = _extended(self.calls, (state.function_call,))
 
     def _add_delivery(self, delivery: Delivery) -> None:
         segment = delivery.segment
-        self.messages.extend(delivery.messages)
+        if delivery.messages:
+            self.messages = _extended(self.messages, delivery.messages)
         self.delivery_stop = self.delivery_stop or delivery.stopped
         if segment is None:
             return
@@ -103,9 +108,11 @@ class ResultBuilder:
             else:
                 self.delivered.append(segment.text)
         elif segment.kind is SegmentKind.THOUGHT:
-            self.thoughts.append(ThoughtLogEntry(kind=ThoughtKind.RAW, text=segment.text))
+            self.thoughts = _extended(
+                self.thoughts, (ThoughtLogEntry(kind=ThoughtKind.RAW, text=segment.text),)
+            )
         elif segment.kind is SegmentKind.DETAILS:
-            self.details.append(segment.text)
+            self.details = _extended(self.details, (segment.text,))
 
     def build(self, *, killed: StopSignal | None = None) -> StreamResult:
         """The result as it stands (with status ``killed`` when *killed* is given)."""
@@ -118,23 +125,25 @@ class ResultBuilder:
             status = StreamStatus.for_stop(self.delivery_stop)
         elif status is StreamStatus.STREAMING:
             status = StreamStatus.COMPLETED
-        reasoning = "".join(t.text for t in self.thoughts if t.kind in _TEXT_THOUGHTS)
+        thoughts = self.thoughts or ()
+        calls = self.calls or ()
+        reasoning = "".join(t.text for t in thoughts if t.kind in _TEXT_THOUGHTS)
         return StreamResult(
             status=status,
             accumulated_text=self.delivered.getvalue(),
             visible_text=self.visible.getvalue(),
             reasoning=reasoning or None,
-            thought_log=compile_thought_log(self.thoughts, state.serving_provider, self.provider),
-            thoughts=tuple(self.thoughts),
-            details_content="\n\n".join(self.details) or None,
+            thought_log=compile_thought_log(thoughts, state.serving_provider, self.provider),
+            thoughts=tuple(thoughts),
+            details_content="\n\n".join(self.details or ()) or None,
             usage=state.usage,
             serving_provider=state.serving_provider,
-            function_call=self.calls[0] if self.calls else None,
-            function_calls=tuple(self.calls),
+            function_call=calls[0] if calls else None,
+            function_calls=tuple(calls),
             error=state.error,
             finish_reason=self._finish(state),
             raw_finish_reason=state.raw_finish_reason,
-            messages=tuple(self.messages),
+            messages=tuple(self.messages or ()),
             chunk_count=state.index,
             request_id=state.request_id,
         )
@@ -148,26 +157,36 @@ class ResultBuilder:
         return state.finish_reason
 
 
+def _extended(held: list[_I] | None, items: Sequence[_I]) -> list[_I]:
+    """*held* with *items* appended; the list made on first use."""
+    if held is None:
+        return list(items)
+    held.extend(items)
+    return held
+
+
 def _content(message: SentMessage) -> str:
     content = message.payload.get("content")
     return content if isinstance(content, str) else ""
 
 
-class ResultFold:
+class ResultFold(LightDisposables, abc.ObserverBase[Any]):
     """Per-subscription state of ``collect_result``: the fold, and whether the result went out.
 
     The chain's fan-out feeds one directly (``rxcord.compose.chain``): the states and the
-    deliveries reach the fold by a method call, not through one more subscription.
+    deliveries reach the fold by a method call, not through one more subscription. It is
+    also the subscription's disposables (what was added, in order, then the kills').
     """
 
-    __slots__ = ("builder", "done", "killed", "observer", "subscriptions")
+    __slots__ = ("builder", "done", "killed", "kills", "observer")
 
     def __init__(self, builder: ResultBuilder, observer: abc.ObserverBase[StreamResult]) -> None:
+        super().__init__()
         self.builder = builder
         self.observer = observer
         self.done = False
         self.killed: StopSignal | None = None
-        self.subscriptions = LightDisposables()
+        self.kills: abc.DisposableBase | None = None
 
     def on_next(self, item: StreamState | Delivery) -> None:
         if not self.done:
@@ -180,7 +199,7 @@ class ResultFold:
         try:
             self.observer.on_error(exc)
         finally:
-            self.subscriptions.dispose()
+            self.dispose()
 
     def on_completed(self) -> None:
         if self.done:
@@ -191,12 +210,23 @@ class ResultFold:
             self.observer.on_completed()
         finally:
             # A kill disposes everything upstream at once: the HTTP request, the send in flight.
-            self.subscriptions.dispose()
+            self.dispose()
+
+    def dispose(self) -> None:
+        super().dispose()
+        kills, self.kills = self.kills, None
+        if kills is not None:
+            kills.dispose()
 
     def watch_kills(self, stops: Observable[StopSignal], scheduler: abc.SchedulerBase | None) -> None:
         """Subscribe to the stream's stops (after the source, as ``take_until`` does)."""
-        if not self.done:
-            self.subscriptions.add(subscribe_light(stops, self.on_stop, self.on_error, None, scheduler))
+        if self.done:
+            return
+        kills = subscribe_light(stops, self.on_stop, self.on_error, None, scheduler)
+        if self.is_disposed:
+            kills.dispose()
+        else:
+            self.kills = kills
 
     def on_stop(self, signal: StopSignal) -> None:
         if signal.kind is StopKind.KILL and not self.done:
@@ -229,9 +259,9 @@ def collect_result(
             run = ResultFold(ResultBuilder(provider=provider), observer)
             # ``source.pipe(take_until(kills))`` written out, as take_until subscribes: the source
             # first, then the kills (``filter(kill)`` + ``take(1)``, without their subscriptions).
-            run.subscriptions.add(subscribe_target(source, run, scheduler))
+            run.add(subscribe_target(source, run, scheduler))
             run.watch_kills(stops, scheduler)
-            return run.subscriptions
+            return run
 
         return Observable(subscribe)
 

@@ -32,7 +32,7 @@ from rxcord.core.types import (
     StreamStatus,
 )
 from rxcord.operators.flusher import YIELD_AT, Flusher
-from rxcord.operators.light import LightDisposables, LightSerial, subscribe_target
+from rxcord.operators.light import LightOperator, LightSerial, Relay, relay
 from rxcord.operators.quiet_timer import QuietTimer
 
 ErrorEmbed: TypeAlias = Callable[[ProviderError], Mapping[str, Any]]
@@ -104,38 +104,50 @@ def flush(
     Raises:
         ValueError: (live mode) subscribed without a scheduler.
     """
-    live = config.delivery is DeliveryMode.LIVE
-
-    def operator(source: Observable[StreamState]) -> Observable[Segment]:
-        def subscribe(
-            observer: abc.ObserverBase[Segment], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            if live and scheduler is None:
-                raise ValueError("flush() in live mode needs a subscribe-time scheduler")
-            run = _FlushRun(config, stops, embed, observer, scheduler)
-            subscription = subscribe_target(source, run, scheduler)
-            if run.timer is None:
-                return LightDisposables(subscription, run.step)
-            return LightDisposables(subscription, run.timer.disposable, run.step)
-
-        return Observable(subscribe)
-
-    return operator
+    return _Flush(config, stops, embed)
 
 
-class _FlushRun:
-    """One subscription of ``flush``: its flusher, the live backlog, and how the stream ended."""
+class _Flush(LightOperator[StreamState, Segment]):
+    """The ``flush`` operator: its parameters (one slots object, not a closure per stream)."""
+
+    __slots__ = ("config", "embed", "stops")
+
+    def __init__(
+        self, config: StreamConfig, stops: abc.ObserverBase[StopSignal] | None, embed: ErrorEmbed | None
+    ) -> None:
+        self.config = config
+        self.stops = stops
+        self.embed = embed
+
+    def subscribe_to(
+        self,
+        source: Observable[StreamState],
+        observer: abc.ObserverBase[Segment],
+        scheduler: abc.SchedulerBase | None,
+    ) -> abc.DisposableBase:
+        if self.config.delivery is DeliveryMode.LIVE and scheduler is None:
+            raise ValueError("flush() in live mode needs a subscribe-time scheduler")
+        return relay(source, _FlushRun(self.config, self.stops, self.embed, observer, scheduler), scheduler)
+
+
+class _FlushRun(Relay):
+    """One subscription of ``flush``: its flusher, the live backlog, and how the stream ended.
+
+    It is the source's observer and the subscription's disposable: ``stopped`` says the
+    source has ended (or was released), ``ended`` that the stream's end was decided; a
+    backlog can still be pushed after the source completed, so a terminal event releases
+    the source only and ``dispose`` also ends the timer and the backlog's step.
+    """
 
     __slots__ = (
         "backlog",
-        "completed",
+        "completed_source",
         "config",
         "discarded",
         "embed",
         "ended",
         "flusher",
         "live",
-        "observer",
         "pending",
         "scheduler",
         "signalled",
@@ -152,10 +164,10 @@ class _FlushRun:
         observer: abc.ObserverBase[Segment],
         scheduler: abc.SchedulerBase | None,
     ) -> None:
+        super().__init__(observer)
         self.config = config
         self.stops = stops
         self.embed = embed
-        self.observer = observer
         self.scheduler = scheduler
         self.live = config.delivery is DeliveryMode.LIVE
         self.flusher = Flusher(config)
@@ -166,8 +178,8 @@ class _FlushRun:
         # Live states waiting behind a long delta pushed a slice per scheduler step:
         # (state, characters of its delta already pushed).
         self.backlog: deque[tuple[StreamState, int]] = deque()
-        self.step = LightSerial()
-        self.completed = False
+        self.step: LightSerial | None = None  # made for the first backlog (a long live delta)
+        self.completed_source = False
         # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
         self.timer = (
             QuietTimer(scheduler, config.live_idle_flush, self.on_idle) if self.live and scheduler else None
@@ -193,11 +205,12 @@ class _FlushRun:
             self.timer.cancel()
 
     def on_next(self, state: StreamState) -> None:
-        if self.ended:
+        if self.stopped or self.ended:
             return
         if state.status in _DISCARD:
             self.backlog.clear()
-            self.step.dispose()
+            if self.step is not None:
+                self.step.dispose()
             self.handle(state)
         elif self.backlog or (self.live and self.scheduler is not None and len(state.delta) > YIELD_AT):
             self.backlog.append((state, 0))
@@ -208,6 +221,8 @@ class _FlushRun:
 
     def schedule_slice(self) -> None:
         assert self.scheduler is not None
+        if self.step is None:
+            self.step = LightSerial()
         self.step.disposable = self.scheduler.schedule(self.push_slice)
 
     def push_slice(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
@@ -225,7 +240,7 @@ class _FlushRun:
             self.schedule_slice()
             return
         backlog.clear()
-        if self.completed:
+        if self.completed_source:
             self.finish()
 
     def handle(self, state: StreamState) -> None:
@@ -269,16 +284,24 @@ class _FlushRun:
             segments.append(Segment(kind=SegmentKind.ERROR_EMBED, embed=self.embed(error)))
         self.emit(segments)
 
-    def on_error(self, error: Exception) -> None:
+    def failed(self, error: Exception) -> None:
         self.stop_timer()
-        self.step.dispose()
+        if self.step is not None:
+            self.step.dispose()
         self.observer.on_error(error)
 
-    def on_completed(self) -> None:
+    def completed(self) -> None:
         if self.backlog and not self.ended:
-            self.completed = True  # the last slice completes
+            self.completed_source = True  # the last slice completes
             return
         self.finish()
+
+    def dispose(self) -> None:
+        self.release()
+        if self.timer is not None:
+            self.timer.dispose()
+        if self.step is not None:
+            self.step.dispose()
 
     def finish(self) -> None:
         if not self.ended:

@@ -32,7 +32,7 @@ from rxcord.core.types import Batch, Operator, ProcessedChunk, StopKind, StopSig
 from rxcord.operators.accumulate import is_open, route
 from rxcord.operators.fused import BatchAware
 from rxcord.operators.idle_timeout import timeout_chunk
-from rxcord.operators.light import LightDisposables, Relay, relay, subscribe_light
+from rxcord.operators.light import LightOperator, Relay, relay, subscribe_light
 from rxcord.operators.quiet_timer import QuietTimer
 from rxcord.operators.reasoning.held_at_stop import released_at_stop
 from rxcord.operators.redact_secrets import tail_at_stop
@@ -53,7 +53,7 @@ class _GatedScan(Relay):
         super().__init__(observer)
         self.seconds = seconds
         self.timer = QuietTimer(scheduler, seconds, self.quiet)
-        self.stops = LightDisposables()
+        self.stops: abc.DisposableBase | None = None  # the stops' subscription
         self.state = StreamState()
         self.last: ProcessedChunk | None = None
         self.busy = 0
@@ -160,7 +160,9 @@ class _GatedScan(Relay):
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.dispose()
-        self.stops.dispose()
+        stops, self.stops = self.stops, None
+        if stops is not None:
+            stops.dispose()
         self.timer.dispose()
 
     def dispose(self) -> None:
@@ -181,23 +183,36 @@ def gated_scan(seconds: float, stops: Observable[StopSignal]) -> Operator[Any, S
     Returns:
         An operator from chunks (or ``Batch`` es) to ``StreamState`` s.
     """
+    return BatchAware(_GatedScanOp(seconds, stops), "idle_timeout+stop_gate+accumulate", keeps=False)
 
-    def _op(source: Observable[Any]) -> Observable[StreamState]:
-        def subscribe(
-            observer: abc.ObserverBase[StreamState], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            if scheduler is None:
-                raise ValueError("idle_timeout needs a subscribe-time scheduler")
-            run = _GatedScan(observer, scheduler, seconds)
-            run.stops.add(subscribe_light(stops, run.on_stop, scheduler=scheduler))
-            if not run.stopped:
-                run.timer.poke()
-                relay(source, run, scheduler)
-            return run
 
-        return Observable(subscribe)
+class _GatedScanOp(LightOperator[Any, StreamState]):
+    """The ``gated_scan`` operator: its two parameters (one slots object, not a closure per stream)."""
 
-    return BatchAware(_op, "idle_timeout+stop_gate+accumulate", keeps=False)
+    __slots__ = ("seconds", "stops")
+
+    def __init__(self, seconds: float, stops: Observable[StopSignal]) -> None:
+        self.seconds = seconds
+        self.stops = stops
+
+    def subscribe_to(
+        self,
+        source: Observable[Any],
+        observer: abc.ObserverBase[StreamState],
+        scheduler: abc.SchedulerBase | None,
+    ) -> abc.DisposableBase:
+        if scheduler is None:
+            raise ValueError("idle_timeout needs a subscribe-time scheduler")
+        run = _GatedScan(observer, scheduler, self.seconds)
+        stops = subscribe_light(self.stops, run.on_stop, scheduler=scheduler)
+        if run.gated:  # a stop while subscribing ended the gate: release its subscription now
+            stops.dispose()
+        else:
+            run.stops = stops
+        if not run.stopped:
+            run.timer.poke()
+            relay(source, run, scheduler)
+        return run
 
 
 _STAGE04 = ("idle_timeout", "stop_gate", "accumulate")

@@ -79,7 +79,7 @@ class _Hop(abc.ObserverBase[Any], abc.DisposableBase):
         try:
             self.failed(error)
         finally:
-            self.dispose()
+            self.release()
 
     def on_completed(self) -> None:
         if self.stopped:
@@ -88,7 +88,7 @@ class _Hop(abc.ObserverBase[Any], abc.DisposableBase):
         try:
             self.completed()
         finally:
-            self.dispose()
+            self.release()
 
     def attach(self, upstream: abc.DisposableBase) -> None:
         """The upstream's disposable; disposed at once when the stream already ended."""
@@ -97,11 +97,20 @@ class _Hop(abc.ObserverBase[Any], abc.DisposableBase):
         else:
             self.upstream = upstream
 
-    def dispose(self) -> None:
+    def release(self) -> None:
+        """Nothing more from upstream: its subscription disposed (what a terminal event does).
+
+        Apart from ``dispose`` so that a stage whose state is the hop (a ``Relay`` that is
+        also the stage's returned disposable) can tear down its own work on ``dispose`` and
+        still finish it after its source ended (a send in flight, a backlog).
+        """
         self.stopped = True
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.dispose()
+
+    def dispose(self) -> None:
+        self.release()
 
 
 def _call(function: Callable[..., None], *args: Any) -> None:

@@ -19,7 +19,7 @@ from reactivex import Observable, abc
 from reactivex.scheduler import TimeoutScheduler
 
 from rxcord.core.types import StopKind, StopSignal
-from rxcord.operators.light import LightDisposables, subscribe_light
+from rxcord.operators.light import LightObservable, Relay, relay
 from rxcord.operators.quiet_timer import QuietTimer
 
 
@@ -45,33 +45,53 @@ def with_deadline(stops: Observable[StopSignal], seconds: float | None) -> Obser
     """
     if seconds is None:
         return stops
-    signal = deadline_signal(seconds)
+    return _WithDeadline(stops, seconds, deadline_signal(seconds))
 
-    def subscribe(
-        observer: abc.ObserverBase[StopSignal], scheduler: abc.SchedulerBase | None = None
+
+class _WithDeadline(LightObservable[StopSignal]):
+    """``merge(stops, timer(seconds).map(signal))`` written out, as one slots observable.
+
+    The merge, its source list, its locks and the timer's disposables were some fifty
+    objects every live stream held; a closure per stream a few more. The timer takes the
+    subscriber's scheduler (the gate subscribes with the chain's).
+    """
+
+    __slots__ = ("seconds", "signal", "stops")
+
+    def __init__(self, stops: Observable[StopSignal], seconds: float, signal: StopSignal) -> None:
+        super().__init__()
+        self.stops = stops
+        self.seconds = seconds
+        self.signal = signal
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[StopSignal], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        # ``merge(stops, timer(seconds).map(signal))`` written out: the merge, its source list,
-        # its locks and the timer's disposables were some fifty objects every live stream held.
-        # The timer takes the subscriber's scheduler (the gate subscribes with the chain's).
-        run = _Deadline(observer, signal)
-        timer = QuietTimer(scheduler or TimeoutScheduler.singleton(), seconds, run.fire)
-        timer.poke()
-        upstream = subscribe_light(stops, observer.on_next, observer.on_error, run.stops_completed, scheduler)
-        return LightDisposables(timer, upstream)
-
-    return Observable(subscribe)
+        run = _Deadline(observer, self.signal, scheduler or TimeoutScheduler.singleton(), self.seconds)
+        run.timer.poke()  # armed before the stops are subscribed, as the merge did
+        return relay(self.stops, run, scheduler)
 
 
-class _Deadline:
-    """One subscription of ``with_deadline``: it completes once the stops and the timer both have."""
+class _Deadline(Relay):
+    """One subscription of ``with_deadline``: it completes once the stops and the timer both have.
 
-    __slots__ = ("fired", "observer", "signal", "stops_done")
+    The stops' observer and the subscription's disposable (disposing it also ends the timer).
+    """
 
-    def __init__(self, observer: abc.ObserverBase[StopSignal], signal: StopSignal) -> None:
-        self.observer = observer
+    __slots__ = ("fired", "signal", "stops_done", "timer")
+
+    def __init__(
+        self,
+        observer: abc.ObserverBase[StopSignal],
+        signal: StopSignal,
+        scheduler: abc.SchedulerBase,
+        seconds: float,
+    ) -> None:
+        super().__init__(observer)
         self.signal = signal
         self.fired = False
         self.stops_done = False
+        self.timer = QuietTimer(scheduler, seconds, self.fire)
 
     def fire(self) -> None:
         self.fired = True
@@ -79,7 +99,11 @@ class _Deadline:
         if self.stops_done:
             self.observer.on_completed()
 
-    def stops_completed(self) -> None:
+    def completed(self) -> None:
         self.stops_done = True
         if self.fired:
             self.observer.on_completed()
+
+    def dispose(self) -> None:
+        self.timer.dispose()  # first, as before
+        self.release()

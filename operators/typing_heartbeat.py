@@ -12,13 +12,11 @@ from __future__ import annotations
 
 __all__ = ("typing_heartbeat",)
 
-from typing import Any
-
 from reactivex import Observable, abc
 
 from rxcord.core.state import Segment, TypingPulse
 from rxcord.core.types import Operator, SegmentKind
-from rxcord.operators.light import LightDisposables, LightSerial, subscribe_light
+from rxcord.operators.light import LightOperator, LightSerial, Relay, relay
 
 _VISIBLE = (SegmentKind.TEXT, SegmentKind.ERROR_EMBED, SegmentKind.TABLE)
 _PULSE = TypingPulse()
@@ -38,40 +36,68 @@ def typing_heartbeat(interval: float) -> Operator[Segment, Segment | TypingPulse
     Returns:
         An operator passing segments through and adding pulses.
     """
+    return _Typing(interval)
 
-    def _op(source: Observable[Segment]) -> Observable[Segment | TypingPulse]:
-        def subscribe(
-            observer: abc.ObserverBase[Segment | TypingPulse], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            if interval <= 0:
-                return subscribe_light(
-                    source, observer.on_next, observer.on_error, observer.on_completed, scheduler
-                )
-            if scheduler is None:
-                raise ValueError("typing_heartbeat needs a subscribe-time scheduler")
-            timer = LightSerial()
 
-            def pulse(_: abc.SchedulerBase, __: Any = None) -> None:
-                observer.on_next(_PULSE)
-                timer.disposable = scheduler.schedule_relative(interval, pulse)
+class _Typing(LightOperator[Segment, Segment | TypingPulse]):
+    """The ``typing_heartbeat`` operator: its interval (one slots object, not a closure)."""
 
-            def on_next(segment: Segment) -> None:
-                if segment.kind in _VISIBLE:
-                    timer.dispose()
-                observer.on_next(segment)
+    __slots__ = ("interval",)
 
-            def on_error(exc: Exception) -> None:
-                timer.dispose()
-                observer.on_error(exc)
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
 
-            def on_completed() -> None:
-                timer.dispose()
-                observer.on_completed()
+    def subscribe_to(
+        self,
+        source: Observable[Segment],
+        observer: abc.ObserverBase[Segment | TypingPulse],
+        scheduler: abc.SchedulerBase | None,
+    ) -> abc.DisposableBase:
+        if self.interval <= 0:
+            return relay(source, Relay(observer), scheduler)
+        if scheduler is None:
+            raise ValueError("typing_heartbeat needs a subscribe-time scheduler")
+        beat = _Heartbeat(observer, scheduler, self.interval)
+        # The first pulse is scheduled before the source is subscribed (as it always was).
+        beat.timer.disposable = scheduler.schedule(_pulse, beat)
+        return relay(source, beat, scheduler)
 
-            timer.disposable = scheduler.schedule(pulse)
-            upstream = subscribe_light(source, on_next, on_error, on_completed, scheduler)
-            return LightDisposables(timer, upstream)
 
-        return Observable(subscribe)
+def _pulse(_: abc.SchedulerBase, beat: _Heartbeat | None) -> None:
+    # A module function with the state as the action's state: no bound method per pulse.
+    assert beat is not None
+    beat.observer.on_next(_PULSE)
+    beat.timer.disposable = beat.scheduler.schedule_relative(beat.interval, _pulse, beat)
 
-    return _op
+
+class _Heartbeat(Relay):
+    """One subscription: pulses until the first visible segment; the pulse timer goes with the end."""
+
+    __slots__ = ("interval", "scheduler", "timer")
+
+    def __init__(
+        self, observer: abc.ObserverBase[Segment | TypingPulse], scheduler: abc.SchedulerBase, interval: float
+    ) -> None:
+        super().__init__(observer)
+        self.scheduler = scheduler
+        self.interval = interval
+        self.timer = LightSerial()
+
+    def on_next(self, segment: Segment) -> None:
+        if self.stopped:
+            return
+        if segment.kind in _VISIBLE:
+            self.timer.dispose()
+        self.observer.on_next(segment)
+
+    def failed(self, error: Exception) -> None:
+        self.timer.dispose()
+        self.observer.on_error(error)
+
+    def completed(self) -> None:
+        self.timer.dispose()
+        self.observer.on_completed()
+
+    def dispose(self) -> None:
+        self.timer.dispose()  # first, as before: a pulse never follows a disposal
+        self.release()

@@ -19,13 +19,13 @@ __all__ = ("deliver",)
 
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from reactivex import Observable, abc
 
 from rxcord.core.state import Delivery
 from rxcord.core.types import Operator
-from rxcord.operators.light import LightDisposables, LightSerial, subscribe_target
+from rxcord.operators.light import LightOperator, Relay, relay
 
 _T = TypeVar("_T")
 
@@ -54,32 +54,44 @@ def deliver(
     Returns:
         An operator from items to ``Delivery`` records.
     """
-
-    def _op(source: Observable[_T]) -> Observable[Delivery]:
-        def subscribe(
-            observer: abc.ObserverBase[Delivery], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            run = _DeliverRun(send, merge, observer, scheduler)
-            upstream = subscribe_target(source, run, scheduler)
-            return LightDisposables(upstream, run.inner)
-
-        return Observable(subscribe)
-
-    return _op
+    return _Deliver(send, merge)
 
 
-class _DeliverRun(Generic[_T]):
-    """One subscription of ``deliver``: its queue, the send in flight, and how the source ended."""
+class _Deliver(LightOperator[_T, Delivery]):
+    """The ``deliver`` operator: its send and merge functions (one slots object, not a closure)."""
+
+    __slots__ = ("merge", "send")
+
+    def __init__(self, send: Callable[[_T], Observable[Delivery]], merge: Merge[_T] | None) -> None:
+        self.send = send
+        self.merge = merge
+
+    def subscribe_to(
+        self,
+        source: Observable[_T],
+        observer: abc.ObserverBase[Delivery],
+        scheduler: abc.SchedulerBase | None,
+    ) -> abc.DisposableBase:
+        return relay(source, _DeliverRun(self.send, self.merge, observer, scheduler), scheduler)
+
+
+class _DeliverRun(Relay, Generic[_T]):
+    """One subscription of ``deliver``: its queue, the send in flight, and how the source ended.
+
+    It is the source's observer and the subscription's disposable: the source's end
+    releases the source only (the queue is still sent); ``dispose`` also cancels the send
+    in flight.
+    """
 
     __slots__ = (
         "again",
         "busy",
+        "closed",
         "done",
         "draining",
-        "failed",
+        "failed_",
         "inner",
         "merge",
-        "observer",
         "queue",
         "scheduler",
         "send",
@@ -92,15 +104,16 @@ class _DeliverRun(Generic[_T]):
         observer: abc.ObserverBase[Delivery],
         scheduler: abc.SchedulerBase | None,
     ) -> None:
+        super().__init__(observer)
         self.send = send
         self.merge = merge
-        self.observer = observer
         self.scheduler = scheduler
         self.queue: deque[_T] = deque()
-        self.inner = LightSerial()
+        self.inner: abc.DisposableBase | None = None  # the send in flight (or the last one)
+        self.closed = False  # disposed: nothing more is sent
         self.busy = False  # a send is in flight
         self.done = False  # the source completed
-        self.failed = False  # an error went downstream: nothing more is sent
+        self.failed_ = False  # an error went downstream: nothing more is sent
         self.draining = False  # start() is running (a synchronous send re-enters it)
         self.again = False  # a send completed synchronously inside start()
 
@@ -116,7 +129,7 @@ class _DeliverRun(Generic[_T]):
         return item
 
     def on_send_error(self, exc: Exception) -> None:
-        self.failed = True
+        self.failed_ = True
         self.observer.on_error(exc)
 
     def start(self) -> None:
@@ -127,7 +140,7 @@ class _DeliverRun(Generic[_T]):
             return
         self.draining = True
         try:
-            while not self.failed:
+            while not self.failed_:
                 self.again = False
                 if not self.queue:
                     self.busy = False
@@ -140,24 +153,56 @@ class _DeliverRun(Generic[_T]):
                 except Exception as exc:
                     self.on_send_error(exc)
                     return
-                self.inner.disposable = observable.subscribe(
-                    self.observer.on_next, self.on_send_error, self.start, scheduler=self.scheduler
-                )
+                self.hold(relay(observable, _Sending(self), self.scheduler))
                 if not self.again:
                     return
         finally:
             self.draining = False
 
+    def hold(self, sending: abc.DisposableBase) -> None:
+        """The send just subscribed replaces the last (``SerialDisposable``'s rule, in a slot)."""
+        if self.closed:
+            sending.dispose()
+            return
+        previous, self.inner = self.inner, sending
+        if previous is not None:
+            previous.dispose()
+
     def on_next(self, item: _T) -> None:
+        if self.stopped:
+            return
         self.queue.append(item)
         if not self.busy:
             self.start()
 
-    def on_error(self, exc: Exception) -> None:
-        self.failed = True
+    def failed(self, exc: Exception) -> None:
+        self.failed_ = True
         self.observer.on_error(exc)
 
-    def on_completed(self) -> None:
+    def completed(self) -> None:
         self.done = True
         if not self.busy:
             self.observer.on_completed()
+
+    def dispose(self) -> None:
+        self.release()
+        self.closed = True
+        inner, self.inner = self.inner, None
+        if inner is not None:
+            inner.dispose()
+
+
+class _Sending(Relay):
+    """One send's subscriber: its deliveries go downstream, its end starts the next send."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: _DeliverRun[Any]) -> None:
+        super().__init__(run.observer)
+        self.run = run
+
+    def failed(self, error: Exception) -> None:
+        self.run.on_send_error(error)
+
+    def completed(self) -> None:
+        self.run.start()

@@ -42,7 +42,7 @@ from rxcord.core.state import Delivery, StreamResult, StreamState
 from rxcord.core.types import Batch, ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
 from rxcord.operators.collect_result import ResultBuilder, ResultFold
 from rxcord.operators.fused import unbatch
-from rxcord.operators.light import NO_DISPOSAL, subscribe_light, subscribe_target
+from rxcord.operators.light import NO_DISPOSAL, LightObservable, LightOperator, Relay, relay, subscribe_light
 from rxcord.operators.timeline import Timeline
 
 
@@ -58,48 +58,73 @@ def _fan_out_collect(
     ends it, a kill ends it at once, and disposing it disposes the branch, then the source,
     then the stops' subscription.
     """
+    return _FanOut(branch, stops, provider)
 
-    def _op(source: Observable[StreamState]) -> Observable[StreamResult]:
-        def subscribe(
-            observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            fold = ResultFold(ResultBuilder(provider=provider), observer)
-            fan = _Fan(fold)
-            entry: Observable[StreamState] = Observable(fan.attach)
-            fold.subscriptions.add(
-                subscribe_light(
-                    entry.pipe(branch), fan.on_delivery, fan.on_error, fan.on_branch_completed, scheduler
-                )
+
+class _FanOut(LightOperator[StreamState, StreamResult]):
+    """``_fan_out_collect``'s parameters: one slots object, not a closure per stream."""
+
+    __slots__ = ("branch", "provider", "stops")
+
+    def __init__(
+        self, branch: Operator[StreamState, Delivery], stops: Observable[StopSignal], provider: str
+    ) -> None:
+        self.branch = branch
+        self.stops = stops
+        self.provider = provider
+
+    def subscribe_to(
+        self,
+        source: Observable[StreamState],
+        observer: abc.ObserverBase[StreamResult],
+        scheduler: abc.SchedulerBase | None,
+    ) -> abc.DisposableBase:
+        fold = ResultFold(ResultBuilder(provider=self.provider), observer)
+        fan = _Fan(fold)
+        entry: Observable[StreamState] = _Entry(fan)
+        fold.add(
+            subscribe_light(
+                entry.pipe(self.branch), fan.on_delivery, fan.on_branch_error, fan.branch_completed, scheduler
             )
-            fold.subscriptions.add(subscribe_target(source, fan, scheduler))
-            fold.watch_kills(stops, scheduler)
-            return fold.subscriptions
-
-        return Observable(subscribe)
-
-    return _op
+        )
+        fold.add(relay(source, fan, scheduler))
+        fold.watch_kills(self.stops, scheduler)
+        return fold
 
 
-class _Fan:
-    """Per-subscription state of ``_fan_out``."""
+class _Entry(LightObservable[StreamState]):
+    """The branch's head: what the source sends after the result has seen it."""
 
-    __slots__ = ("branch", "branch_done", "finished", "observer", "states_done")
+    __slots__ = ("fan",)
+
+    def __init__(self, fan: _Fan) -> None:
+        super().__init__()
+        self.fan = fan
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[StreamState], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        self.fan.branch = observer
+        return NO_DISPOSAL
+
+
+class _Fan(Relay):
+    """Per-subscription state of ``_fan_out``: the states' observer (``observer`` is the fold)."""
+
+    __slots__ = ("branch", "branch_done", "finished", "states_done")
+
+    observer: ResultFold
 
     def __init__(self, observer: ResultFold) -> None:
-        self.observer = observer
+        super().__init__(observer)
         self.branch: abc.ObserverBase[StreamState] | None = None
         self.states_done = False
         self.branch_done = False
         self.finished = False
 
-    def attach(
-        self, observer: abc.ObserverBase[StreamState], scheduler: abc.SchedulerBase | None = None
-    ) -> abc.DisposableBase:
-        # The branch's head: what the source sends after the result has seen it.
-        self.branch = observer
-        return NO_DISPOSAL
-
     def on_next(self, state: StreamState) -> None:
+        if self.stopped:
+            return
         self.observer.on_next(state)
         if self.branch is not None:
             self.branch.on_next(state)
@@ -107,18 +132,21 @@ class _Fan:
     def on_delivery(self, delivery: Delivery) -> None:
         self.observer.on_next(delivery)
 
-    def on_error(self, error: Exception) -> None:
+    def on_branch_error(self, error: Exception) -> None:
         if not self.finished:
             self.finished = True
             self.observer.on_error(error)
 
-    def on_completed(self) -> None:
+    def failed(self, error: Exception) -> None:
+        self.on_branch_error(error)
+
+    def completed(self) -> None:
         self.states_done = True
         if self.branch is not None:
             self.branch.on_completed()
         self._maybe_done()
 
-    def on_branch_completed(self) -> None:
+    def branch_completed(self) -> None:
         self.branch_done = True
         self._maybe_done()
 

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 __all__ = ("DELIVERY_STAGES", "ROUTING_STAGES", "Pipeline", "Stage", "StageContext", "stage03")
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -177,7 +177,23 @@ def _flush_for(mode: DeliveryMode) -> Callable[..., Operator[Any, Any]]:
 def _embed(context: StageContext) -> ErrorEmbed:
     # Stage 07 builds the error embed; stage 05 is handed the builder (operators never import sinks).
     describe = context.describe
-    return lambda error: error_embed(error, describe)
+    return _plain_embed if describe is None else _Embed(describe)
+
+
+def _plain_embed(error: ProviderError) -> Mapping[str, Any]:
+    return error_embed(error, None)
+
+
+class _Embed:
+    """The error embed with the provider's description (one slots object per stream, not a closure)."""
+
+    __slots__ = ("describe",)
+
+    def __init__(self, describe: Callable[[ProviderError], str]) -> None:
+        self.describe = describe
+
+    def __call__(self, error: ProviderError) -> Mapping[str, Any]:
+        return error_embed(error, self.describe)
 
 
 def _deliver(context: StageContext) -> Operator[Any, Any]:
@@ -296,7 +312,7 @@ class Pipeline:
         if timeline is not None:
             taps[_last_of_stage03(self.routing)] = timeline.chunk_tap()
             taps["accumulate"] = timeline.state_tap(context.stops)
-        return _compose(self.routing, context, taps, batched=batched)
+        return _compose(self.routing, context, taps, batched=batched, kept=False)
 
     def build_delivery(
         self, context: StageContext, timeline: Timeline | None = None
@@ -313,10 +329,7 @@ class Pipeline:
         head, middle, tail = parts
         lane = _compose([stage for stage in middle if stage.name != "typing"], context, {})
         around = around_previews(_compose(middle, context, taps), lane)
-        composed: Operator[StreamState, Delivery] = reactivex.compose(
-            _compose(head, context, taps), around, _compose(tail, context, taps)
-        )
-        return composed
+        return _Composed((_compose(head, context, taps), around, _compose(tail, context, taps)))
 
 
 def _as_stage(stage: Stage | str, operator: Operator[Any, Any] | None) -> Stage:
@@ -352,11 +365,14 @@ def _compose(
     taps: dict[str, Operator[Any, Any]],
     *,
     batched: bool = False,
+    kept: bool = True,
 ) -> Operator[Any, Any]:
     """The stages' operators in order, runs of adjacent fusable ones fused, taps after their points.
 
     *batched*: the input is ``Batch`` es; ``unbatch`` goes before the first operator that
-    does not take them (and at the end, if batches would leave).
+    does not take them (and at the end, if batches would leave). *kept*: the operator lives
+    as long as the stream (the delivery stages, subscribed when the stream is): one slots
+    object (``_Composed``); the routing stages are applied once while the chain is built.
     """
     operators: list[Operator[Any, Any]] = []
     run: list[Fusable] = []
@@ -391,8 +407,29 @@ def _compose(
         end_run()
         operators.append(unbatch())
     end_run()
-    composed: Operator[Any, Any] = reactivex.compose(*fuse_stage04(operators))
-    return composed
+    fused = fuse_stage04(operators)
+    if not kept:
+        composed: Operator[Any, Any] = reactivex.compose(*fused)
+        return composed
+    return fused[0] if len(fused) == 1 else _Composed(tuple(fused))
+
+
+class _Composed:
+    """``reactivex.compose``: the operators applied in order, as one slots object.
+
+    The delivery stages' operator lives as long as its stream; ``reactivex.compose`` is a
+    closure (a function, its cells and their tuple) around the same tuple of operators.
+    """
+
+    __slots__ = ("operators",)
+
+    def __init__(self, operators: tuple[Operator[Any, Any], ...]) -> None:
+        self.operators = operators
+
+    def __call__(self, source: Observable[Any]) -> Observable[Any]:
+        for operator in self.operators:
+            source = operator(source)
+        return source
 
 
 def stage03(
