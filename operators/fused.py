@@ -58,7 +58,7 @@ from typing import Any, Protocol
 from reactivex import Observable, abc
 
 from rxcord.core.types import Batch, Operator
-from rxcord.operators.light import Relay, relay
+from rxcord.operators.light import LightOperator, Relay, relay
 
 
 class Transducer(Protocol):
@@ -77,8 +77,12 @@ TransducerFactory = Callable[[], Transducer]
 """Makes the per-subscription transducer of a stage."""
 
 
-class Fusable:
-    """An Rx operator backed by a transducer factory, fusable with its fusable neighbours."""
+class Fusable(LightOperator[Any, Any]):
+    """An Rx operator backed by a transducer factory, fusable with its fusable neighbours.
+
+    ``source.pipe(fusable)`` is one ``LightObservable`` (no subscribe closure, no lock); a
+    subscription is one ``_FusedRun`` holding the transducers of the stages.
+    """
 
     __slots__ = ("factory", "name")
 
@@ -89,26 +93,46 @@ class Fusable:
     def __repr__(self) -> str:
         return f"Fusable({self.name or self.factory!r})"
 
-    def __call__(self, source: Observable[Any]) -> Observable[Any]:
+    def subscribe_to(
+        self, source: Observable[Any], observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None
+    ) -> abc.DisposableBase:
         factory = self.factory
+        # A fused run's stages are held by the run itself: no chain object, no list per stream.
+        stages = factory.stages() if isinstance(factory, _ChainFactory) else (factory(),)
+        return relay(source, _FusedRun(observer, stages), scheduler)
 
-        def subscribe(
-            observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            return relay(source, _FusedRun(observer, factory()), scheduler)
 
-        return Observable(subscribe)
+def _fed(stages: Sequence[Transducer], item: Any) -> Sequence[Any]:
+    """What *item* becomes through *stages* in order (what stage *i* emits is fed to *i + 1*)."""
+    items: Sequence[Any] = (item,)
+    for stage in stages:
+        items = stage.feed(items[0]) if len(items) == 1 else [out for one in items for out in stage.feed(one)]
+        if not items:
+            return ()
+    return items
+
+
+def _finished(stages: Sequence[Transducer]) -> list[Any]:
+    """Each stage finished in order, what it releases fed through the later ones."""
+    released: list[Any] = []
+    for index, stage in enumerate(stages):
+        items: Sequence[Any] = stage.finish()
+        for later in stages[index + 1 :]:
+            if not items:
+                break
+            items = [out for one in items for out in later.feed(one)]
+        released.extend(items)
+    return released
 
 
 class _FusedRun(Relay):
-    """One subscription of a fusable operator: its transducer, fed what the source sends."""
+    """One subscription of a fusable operator: its stages' transducers, fed what the source sends."""
 
-    __slots__ = ("feed", "transducer")
+    __slots__ = ("stages",)
 
-    def __init__(self, observer: abc.ObserverBase[Any], transducer: Transducer) -> None:
+    def __init__(self, observer: abc.ObserverBase[Any], stages: tuple[Transducer, ...]) -> None:
         super().__init__(observer)
-        self.transducer = transducer
-        self.feed = transducer.feed
+        self.stages = stages
 
     def on_next(self, item: Any) -> None:
         if self.stopped:
@@ -116,8 +140,10 @@ class _FusedRun(Relay):
         if isinstance(item, Batch):
             self.on_batch(item)
             return
+        stages = self.stages
         try:
-            out = self.feed(item)
+            # A lone stage is fed directly: no call of the chain's loop per item.
+            out = stages[0].feed(item) if len(stages) == 1 else _fed(stages, item)
         except Exception as exc:
             self.on_error(exc)
             return
@@ -128,10 +154,15 @@ class _FusedRun(Relay):
     def on_batch(self, batch: Batch[Any]) -> None:
         produced: list[Any] = []
         extend = produced.extend
-        feed = self.feed
+        stages = self.stages
         try:
-            for item in batch:
-                extend(feed(item))
+            if len(stages) == 1:
+                feed = stages[0].feed
+                for item in batch:
+                    extend(feed(item))
+            else:
+                for item in batch:
+                    extend(_fed(stages, item))
         except Exception as exc:
             if produced:
                 self.observer.on_next(_batch_of(produced))
@@ -142,7 +173,7 @@ class _FusedRun(Relay):
 
     def completed(self) -> None:
         try:
-            out = self.transducer.finish()
+            out = _finished(self.stages)
         except Exception as exc:
             self.observer.on_error(exc)
             return
@@ -230,44 +261,41 @@ class _Unbatched(Relay):
 
 
 class _Chain:
-    """The transducers of fused stages, run in order (per subscription)."""
+    """The transducers of fused stages as one transducer (``fuse(...).factory()``, used without Rx)."""
 
     __slots__ = ("_stages",)
 
-    def __init__(self, stages: list[Transducer]) -> None:
+    def __init__(self, stages: tuple[Transducer, ...]) -> None:
         self._stages = stages
 
     def feed(self, item: Any) -> Sequence[Any]:
-        items: Sequence[Any] = (item,)
-        for stage in self._stages:
-            if len(items) == 1:
-                items = stage.feed(items[0])
-            else:
-                items = [out for one in items for out in stage.feed(one)]
-            if not items:
-                return ()
-        return items
+        return _fed(self._stages, item)
 
     def finish(self) -> Sequence[Any]:
-        released: list[Any] = []
-        stages = self._stages
-        for index, stage in enumerate(stages):
-            items: Sequence[Any] = stage.finish()
-            for later in stages[index + 1 :]:
-                if not items:
-                    break
-                items = [out for one in items for out in later.feed(one)]
-            released.extend(items)
-        return released
+        return _finished(self._stages)
+
+
+class _ChainFactory:
+    """The factory of fused stages: the stages' factories, called in order per subscription."""
+
+    __slots__ = ("_factories",)
+
+    def __init__(self, factories: tuple[TransducerFactory, ...]) -> None:
+        self._factories = factories
+
+    def __repr__(self) -> str:
+        return f"fused{self._factories!r}"
+
+    def stages(self) -> tuple[Transducer, ...]:
+        return tuple([make() for make in self._factories])
+
+    def __call__(self) -> _Chain:
+        return _Chain(self.stages())
 
 
 def fuse(stages: Sequence[Fusable]) -> Fusable:
     """One fusable operator that runs *stages* in order (see the module docstring)."""
     if len(stages) == 1:
         return stages[0]
-    factories = [stage.factory for stage in stages]
-
-    def factory() -> Transducer:
-        return _Chain([make() for make in factories])
-
-    return Fusable(factory, "+".join(stage.name for stage in stages))
+    factories = tuple(stage.factory for stage in stages)
+    return Fusable(_ChainFactory(factories), "+".join(stage.name for stage in stages))

@@ -48,11 +48,19 @@ def normalize(factory: Callable[[], ChunkNormalizer]) -> Fusable:
         A fusable operator from ``RawStreamChunk`` to ``ProcessedChunk``
         (``rxcord.operators.fused``).
     """
+    return Fusable(_NormalizingStage(factory), "normalize")
 
-    def make() -> _Normalizing:
-        return _Normalizing(factory())
 
-    return Fusable(make, "normalize")
+class _NormalizingStage:
+    """The stage's factory: the adapter's normalizer factory (one object, not a closure over it)."""
+
+    __slots__ = ("factory",)
+
+    def __init__(self, factory: Callable[[], ChunkNormalizer]) -> None:
+        self.factory = factory
+
+    def __call__(self) -> _Normalizing:
+        return _Normalizing(self.factory())
 
 
 class _Normalizing:

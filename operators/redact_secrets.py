@@ -63,13 +63,22 @@ def redact_secrets(redactor: Redactor) -> Fusable:
     """Replace *redactor*'s secrets in every chunk of stage 03 (see the module docstring).
 
     Returns:
-        A fusable operator on processed chunks; a fresh pair of holdbacks per subscription.
+        A fusable operator on processed chunks; fresh holdbacks per subscription (the
+        reasoning's at its first reasoning text).
     """
+    return Fusable(_RedactingStage(redactor), NAME)
 
-    def make() -> _Redacting:
-        return _Redacting(redactor)
 
-    return Fusable(make, NAME)
+class _RedactingStage:
+    """The stage's factory: the redactor (one object, not a closure over it)."""
+
+    __slots__ = ("redactor",)
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+
+    def __call__(self) -> _Redacting:
+        return _Redacting(self.redactor)
 
 
 def tail_at_stop(chunk: ProcessedChunk | None) -> ProcessedChunk | None:
@@ -99,7 +108,8 @@ class _Redacting:
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._visible: SecretHoldback = redactor.holdback()
-        self._reasoning: SecretHoldback = redactor.holdback()
+        self._reasoning: SecretHoldback | None = None
+        """Made at the first reasoning text (most streams carry none)."""
         self._serving: str | None = None
         self._may_hold = False
         """A holdback held text after the last chunk (the tail is noted on every chunk until it does not)."""
@@ -127,7 +137,8 @@ class _Redacting:
     def _changed(
         self, chunk: ProcessedChunk, content: str, thoughts: tuple[ThoughtLogEntry, ...]
     ) -> ProcessedChunk:
-        visible, reasoning = self._visible.holding(), self._reasoning.holding()
+        holding = self._reasoning
+        visible, reasoning = self._visible.holding(), holding.holding() if holding is not None else ""
         self._may_hold = bool(visible or reasoning)
         metadata = {**chunk.metadata, TAIL: (visible, reasoning)} if self._may_hold else chunk.metadata
         # The constructor, not attrs.evolve (several times its cost): a third of prose deltas come here.
@@ -143,9 +154,12 @@ class _Redacting:
     def _thoughts(self, entries: tuple[ThoughtLogEntry, ...]) -> tuple[ThoughtLogEntry, ...]:
         kept: list[ThoughtLogEntry] = []
         changed = False
+        holdback = self._reasoning
         for entry in entries:
             if entry.kind in _TEXT_THOUGHTS and entry.text:
-                text = self._reasoning.feed(entry.text)
+                if holdback is None:
+                    holdback = self._reasoning = self._redactor.holdback()
+                text = holdback.feed(entry.text)
                 if text is not entry.text:
                     changed = True
                     entry = attrs.evolve(entry, text=text)  # noqa: PLW2901 - the entry, redacted
@@ -174,7 +188,8 @@ class _Redacting:
         if not self._may_hold:
             return ()  # the last text chunk left nothing held
         self._may_hold = False
-        visible, reasoning = self._visible.finish(), self._reasoning.finish()
+        holding = self._reasoning
+        visible, reasoning = self._visible.finish(), holding.finish() if holding is not None else ""
         if not visible and not reasoning:
             return ()
         thoughts = _reasoning_entry(reasoning)

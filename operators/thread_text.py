@@ -12,7 +12,7 @@ upstream errors pass through (held text is then dropped).
 
 from __future__ import annotations
 
-__all__ = ("thread_text",)
+__all__ = ("TextThread", "thread_text")
 
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
@@ -21,6 +21,33 @@ from rxcord.core.types import ChunkType, ProcessedChunk
 from rxcord.operators.fused import Fusable
 
 _S = TypeVar("_S")
+_TEXT = ChunkType.TEXT
+
+
+class TextThread:
+    """The rule of the module docstring as a base class: a subclass says what text and a release give.
+
+    A stage whose per-stream state is one object subclasses it (``text``, ``release``) and is
+    its own transducer: one slots object per stream, no closures.
+    """
+
+    __slots__ = ()
+
+    def text(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
+        """The chunks one text chunk becomes."""
+        raise NotImplementedError
+
+    def release(self, before: ProcessedChunk | None) -> Sequence[ProcessedChunk]:
+        """What is still held, before the non-text chunk *before* (``None``: at completion)."""
+        raise NotImplementedError
+
+    def feed(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
+        if chunk.type is _TEXT:
+            return self.text(chunk)
+        return [*self.release(chunk), chunk]
+
+    def finish(self) -> Sequence[ProcessedChunk]:
+        return self.release(None)
 
 
 def thread_text(
@@ -46,32 +73,45 @@ def thread_text(
     Returns:
         A fusable operator on processed chunks (``rxcord.operators.fused``).
     """
-
-    def make() -> _Threaded[_S]:
-        return _Threaded(factory(), on_text, release)
-
-    return Fusable(make, name)
+    return Fusable(_Threading(factory, on_text, release), name)
 
 
-class _Threaded(Generic[_S]):
-    """The per-subscription transducer of ``thread_text``."""
+class _Threading(Generic[_S]):
+    """The stage's three functions (one object, not a closure): makes each stream's ``_Threaded``."""
 
-    __slots__ = ("_on_text", "_release", "_state")
+    __slots__ = ("factory", "on_text", "release")
 
     def __init__(
         self,
-        state: _S,
+        factory: Callable[[], _S],
         on_text: Callable[[_S, ProcessedChunk], list[ProcessedChunk]],
         release: Callable[[_S, ProcessedChunk | None], list[ProcessedChunk]],
     ) -> None:
+        self.factory = factory
+        self.on_text = on_text
+        self.release = release
+
+    def __call__(self) -> _Threaded[_S]:
+        return _Threaded(self.factory(), self)
+
+
+class _Threaded(TextThread, Generic[_S]):
+    """The per-subscription transducer of ``thread_text``: its state and the stage's functions."""
+
+    __slots__ = ("_stage", "_state")
+
+    def __init__(self, state: _S, stage: _Threading[_S]) -> None:
         self._state = state
-        self._on_text = on_text
-        self._release = release
+        self._stage = stage
+
+    def text(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
+        return self._stage.on_text(self._state, chunk)
+
+    def release(self, before: ProcessedChunk | None) -> Sequence[ProcessedChunk]:
+        return self._stage.release(self._state, before)
 
     def feed(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
-        if chunk.type is ChunkType.TEXT:
-            return self._on_text(self._state, chunk)
-        return [*self._release(self._state, chunk), chunk]
-
-    def finish(self) -> Sequence[ProcessedChunk]:
-        return self._release(self._state, None)
+        # TextThread.feed written out: the stage's function is called straight, one call per chunk.
+        if chunk.type is _TEXT:
+            return self._stage.on_text(self._state, chunk)
+        return [*self._stage.release(self._state, chunk), chunk]

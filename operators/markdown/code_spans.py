@@ -56,8 +56,8 @@ class CodeTracker:
     )
 
     def __init__(self, *, line_start: bool = True) -> None:
-        self._pieces: list[str] = []
-        """Text fed and not read yet (at most ``BATCH`` pieces)."""
+        self._pieces: list[str] | None = None
+        """Text fed and not read yet (at most ``BATCH`` pieces; ``None``: none, no list held)."""
         self._span = 0
         """Length of the open inline span's backtick run (0: none)."""
         self._fence_char = ""
@@ -93,15 +93,18 @@ class CodeTracker:
         Also once ``BATCH`` pieces are kept: per chunk, the cost is a list append.
         """
         pieces = self._pieces
-        pieces.append(text)
-        if len(pieces) >= BATCH:
-            self._catch_up()
+        if pieces is None:
+            self._pieces = [text]
+        else:
+            pieces.append(text)
+            if len(pieces) >= BATCH:
+                self._catch_up()
 
     def _catch_up(self) -> None:
         pieces = self._pieces
         if pieces:
             text = pieces[0] if len(pieces) == 1 else "".join(pieces)
-            self._pieces = []
+            self._pieces = None
             self._read(text)
 
     def _read(self, text: str) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 __all__ = ("ReasoningSplitter", "reasoning_guard")
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 import attrs
@@ -22,7 +23,7 @@ import attrs
 from rxcord.core.types import ProcessedChunk, ThoughtKind, ThoughtLogEntry
 from rxcord.operators.fused import Fusable
 from rxcord.operators.reasoning.held_at_stop import NOTHING, Held, noting_held
-from rxcord.operators.thread_text import thread_text
+from rxcord.operators.thread_text import TextThread
 
 
 class ReasoningSplitter(Protocol):
@@ -58,23 +59,57 @@ def _released(visible: str, reasoning: str, serving_provider: str | None) -> lis
     return [ProcessedChunk.text(visible, thoughts=thoughts, serving_provider=serving_provider)]
 
 
-class _Guarded(Generic[_S]):
-    """One stream's splitter, and the serving provider its released text is attributed to."""
+class _GuardStage(Generic[_S]):
+    """The stage's settings (one object, shared by its streams): makes each stream's ``_GuardRun``."""
 
-    __slots__ = ("serving", "splitter")
+    __slots__ = ("factory", "name", "note_held", "prepare")
 
-    def __init__(self, splitter: _S) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], _S],
+        prepare: Callable[[_S, ProcessedChunk], None] | None,
+        name: str,
+        note_held: bool,
+    ) -> None:
+        self.factory = factory
+        self.prepare = prepare
+        self.name = name
+        self.note_held = note_held
+
+    def __call__(self) -> _GuardRun[_S]:
+        return _GuardRun(self, self.factory())
+
+
+class _GuardRun(TextThread, Generic[_S]):
+    """One stream: its splitter, and the serving provider its released text is attributed to."""
+
+    __slots__ = ("serving", "splitter", "stage")
+
+    def __init__(self, stage: _GuardStage[_S], splitter: _S) -> None:
+        self.stage = stage
         self.splitter = splitter
         self.serving: str | None = None
 
+    def text(self, chunk: ProcessedChunk) -> Sequence[ProcessedChunk]:
+        if chunk.serving_provider is not None:
+            self.serving = chunk.serving_provider
+        stage, splitter = self.stage, self.splitter
+        if stage.prepare is not None:
+            stage.prepare(splitter, chunk)
+        out = _with_split(chunk, *splitter.feed(chunk.content))
+        if not stage.note_held:
+            return [out]
+        held = splitter.held()
+        # The common case (nothing held, nothing noted) skips the call.
+        return [out if held is NOTHING and not out.metadata else noting_held(out, stage.name, held)]
 
-def _no_preparation(splitter: ReasoningSplitter, chunk: ProcessedChunk) -> None:
-    return None
+    def release(self, before: ProcessedChunk | None) -> Sequence[ProcessedChunk]:
+        return _released(*self.splitter.finish(), self.serving)
 
 
 def reasoning_guard(
     factory: Callable[[], _S],
-    prepare: Callable[[_S, ProcessedChunk], None] = _no_preparation,
+    prepare: Callable[[_S, ProcessedChunk], None] | None = None,
     name: str = "",
     note_held: bool = False,
 ) -> Fusable:
@@ -90,24 +125,21 @@ def reasoning_guard(
             turns it on).
 
     Returns:
-        A fusable operator on processed chunks (``rxcord.operators.fused``).
+        A fusable operator on processed chunks (``rxcord.operators.fused``): the same value for
+        the same arguments (it holds no stream's state; the chain is built per stream and
+        would otherwise hold a copy of it per stream).
     """
+    try:
+        return _shared_guard(factory, prepare, name, note_held)
+    except TypeError:  # an unhashable factory or preparation: a value of its own
+        return Fusable(_GuardStage(factory, prepare, name, note_held), name)
 
-    def make() -> _Guarded[_S]:
-        return _Guarded(factory())
 
-    def on_text(state: _Guarded[_S], chunk: ProcessedChunk) -> list[ProcessedChunk]:
-        if chunk.serving_provider is not None:
-            state.serving = chunk.serving_provider
-        prepare(state.splitter, chunk)
-        out = _with_split(chunk, *state.splitter.feed(chunk.content))
-        if not note_held:
-            return [out]
-        held = state.splitter.held()
-        # The common case (nothing held, nothing noted) skips the call.
-        return [out if held is NOTHING and not out.metadata else noting_held(out, name, held)]
-
-    def release(state: _Guarded[_S], _before: ProcessedChunk | None) -> list[ProcessedChunk]:
-        return _released(*state.splitter.finish(), state.serving)
-
-    return thread_text(make, on_text, release, name)
+@functools.lru_cache(maxsize=64)
+def _shared_guard(
+    factory: Callable[[], _S],
+    prepare: Callable[[_S, ProcessedChunk], None] | None,
+    name: str,
+    note_held: bool,
+) -> Fusable:
+    return Fusable(_GuardStage(factory, prepare, name, note_held), name)

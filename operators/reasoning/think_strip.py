@@ -66,6 +66,8 @@ from __future__ import annotations
 __all__ = ("DEFAULT_START_WINDOW", "WHOLE_REPLY", "ThinkStripper", "think_strip")
 
 import enum
+import functools
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import attrs
@@ -132,11 +134,12 @@ class ThinkStripper:
     _mode: _Mode = attrs.field(default=_Mode.START, init=False)
     _carry: str = attrs.field(default="", init=False)
     """A possible partial tag at the end of the text read, not yet classified (at most a tag's length)."""
-    _start: list[str] = attrs.field(factory=list, init=False)
-    """The held start of the stream (``START``); a new list once released (snapshots refer to it)."""
+    _start: list[str] | None = attrs.field(default=None, init=False)
+    """The held start of the stream (``START``; made at its first piece, ``None`` once released: a
+    snapshot may still refer to the old list, and a stream past its start holds none)."""
     _start_len: int = attrs.field(default=0, init=False)
-    _block: list[str] = attrs.field(factory=list, init=False)
-    """A block's text held until its closer (``_holding_block``)."""
+    _block: list[str] | None = attrs.field(default=None, init=False)
+    """A block's text held until its closer (a fresh list while ``_holding_block``, else ``None``)."""
     _holding_block: bool = attrs.field(default=False, init=False)
     _closer_first: bool = attrs.field(default=False, init=False)
     """The held block starts with a closer written as code (``_block[0]``): the answer starts after it."""
@@ -148,8 +151,8 @@ class ThinkStripper:
     """A tag was removed after the seam (else it waits for a partial tag to be decided)."""
     _code: CodeTracker = attrs.field(factory=CodeTracker, init=False)
     """Code state of the visible text."""
-    _block_code: CodeTracker = attrs.field(factory=CodeTracker, init=False)
-    """Code state of the open block's text."""
+    _block_code: CodeTracker | None = attrs.field(default=None, init=False)
+    """Code state of the open block's text (made when a block opens: most streams open none)."""
 
     def feed(self, text: str) -> tuple[str, str]:
         """Consume one content delta; return the ``(visible, reasoning)`` it releases."""
@@ -169,17 +172,17 @@ class ThinkStripper:
         visible, reasoning = self._read(carry, final=True) if carry else ("", "")
         out = [visible]
         if self._mode is _START:
-            self._emit_all(self._start, out)
+            self._emit_all(self._start or (), out)
         elif self._mode is _INSIDE and self._holding_block:
             # The unclosed-opener rule: no closer came, so the held text is the answer (after a
             # closer written as code, that closer is the block's end after all).
-            block = self._block
+            block = self._block or []
             if self._closer_first:
                 reasoning += block[0]
                 block = block[1:]
             self._release_as_answer("".join(block), out)
-        self._start, self._start_len = [], 0
-        self._block, self._holding_block, self._closer_first = [], False, False
+        self._start, self._start_len = None, 0
+        self._block, self._holding_block, self._closer_first = None, False, False
         self._mode = _VISIBLE
         out.append(self._seam)
         self._seam = ""
@@ -194,9 +197,10 @@ class ThinkStripper:
             return Held(answer=self._seam + self._carry)
         if mode is _START:
             if self.start_window >= WHOLE_REPLY:
-                return Held(reasoning=HeldText(self._start, self._carry))
-            return Held(answer="".join(self._start) + self._carry)
-        reasoning = HeldText(self._block, self._carry) if self._holding_block else self._carry
+                return Held(reasoning=HeldText(self._start or [], self._carry))
+            return Held(answer="".join(self._start or ()) + self._carry)
+        block = self._block
+        reasoning = HeldText(block, self._carry) if block is not None and self._holding_block else self._carry
         return Held(answer=self._seam, reasoning=reasoning)
 
     # -- reading -------------------------------------------------------------------------------------------
@@ -226,6 +230,7 @@ class ThinkStripper:
         """Read the ``<`` at *at* (a tag outside code changes the mode, else text); return where to go on."""
         tag = _tag_at(buf, at)
         tracker = self._block_code if self._mode is _INSIDE else self._code
+        assert tracker is not None  # INSIDE only after _open_block, which makes it
         if tag is None or tracker.in_code():
             if tag is not None and self._mode is _INSIDE and is_closer(tag) and not self._holding_block:
                 # A closer written as code in a starting block: hold after it (see the module docstring).
@@ -238,8 +243,8 @@ class ThinkStripper:
         if self._mode is _INSIDE:
             if is_closer(tag):
                 if self._holding_block:
-                    reasoning.extend(self._block)
-                    self._block, self._holding_block = [], False
+                    reasoning.extend(self._block or ())
+                    self._block, self._holding_block = None, False
                 self._closer_first = False
                 self._mode = _VISIBLE
             # else: an opener inside a block is dropped (blocks do not nest).
@@ -249,8 +254,8 @@ class ThinkStripper:
             self._open_block(visible)
         elif self._mode is _START and stray_closer_reroutes(self._start_len, self.start_window):
             # The stray-closer rule: the held start was reasoning. Its code is not the answer's.
-            reasoning.extend(self._start)
-            self._start, self._start_len = [], 0
+            reasoning.extend(self._start or ())
+            self._start, self._start_len = None, 0
             self._code = CodeTracker()
             self._mode = _VISIBLE
         else:
@@ -262,12 +267,20 @@ class ThinkStripper:
         piece = buf[start:end]
         mode = self._mode
         if mode is _INSIDE:
-            self._block_code.feed(piece)
-            (self._block if self._holding_block else reasoning).append(piece)
+            block_code = self._block_code
+            assert block_code is not None  # INSIDE only after _open_block, which makes it
+            block_code.feed(piece)
+            block = self._block
+            # A held block always has its list (``_open_block``, a closer written as code).
+            (block if block is not None and self._holding_block else reasoning).append(piece)
             return
         self._code.feed(piece)
         if mode is _START:
-            self._start.append(piece)
+            held = self._start
+            if held is None:
+                self._start = [piece]
+            else:
+                held.append(piece)
             self._start_len += end - start
             if self._start_len > self.start_window:
                 self._release_start(visible)  # no tag can start inside the window any more
@@ -276,19 +289,19 @@ class ThinkStripper:
 
     def _release_start(self, visible: list[str]) -> None:
         self._mode = _VISIBLE
-        self._emit_all(self._start, visible)
-        self._start, self._start_len = [], 0
+        self._emit_all(self._start or (), visible)
+        self._start, self._start_len = None, 0
 
     def _open_block(self, visible: list[str]) -> None:
         self._junction(visible)
         self._mode = _INSIDE
         self._holding_block, self._closer_first = self._shown, False
-        self._block = []
+        self._block = [] if self._shown else None
         self._block_code = CodeTracker(line_start=self._code.at_line_start)
 
     # -- visible text and the seam ---------------------------------------------------------------------------
 
-    def _emit_all(self, pieces: list[str], out: list[str]) -> None:
+    def _emit_all(self, pieces: Sequence[str], out: list[str]) -> None:
         for piece in pieces:
             self._emit(piece, out)
 
@@ -418,8 +431,12 @@ def think_strip(
     Returns:
         An operator; a fresh ``ThinkStripper`` is created for every subscription.
     """
+    return reasoning_guard(_stripper_factory(start_window), name="think_strip", note_held=note_held)
 
-    def factory() -> ThinkStripper:
-        return ThinkStripper(start_window=start_window)
 
-    return reasoning_guard(factory, name="think_strip", note_held=note_held)
+@functools.lru_cache(maxsize=16)
+def _stripper_factory(start_window: int) -> Callable[[], ThinkStripper]:
+    """One factory per start window, so the guard's value is shared by every stream (``reasoning_guard``)."""
+    if start_window == DEFAULT_START_WINDOW:
+        return ThinkStripper
+    return functools.partial(ThinkStripper, start_window=start_window)

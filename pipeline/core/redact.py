@@ -300,16 +300,16 @@ class SecretHoldback:
         ('', 'sk-li')
     """
 
-    __slots__ = ("_auto", "_held", "_search", "_spans", "_state")
+    __slots__ = ("_auto", "_held", "_spans", "_state")
 
     def __init__(self, automaton: _Automaton) -> None:
         self._auto = automaton
-        self._search = automaton.starts.search
         self._state = 0
         self._held = ""
         """Text not released yet (its first character is the start of ``_spans`` offsets)."""
-        self._spans: list[tuple[int, int]] = []
-        """Occurrences found in ``_held``: sorted, disjoint ``[start, end)`` offsets."""
+        self._spans: list[tuple[int, int]] | None = None
+        """Occurrences found in ``_held``: sorted, disjoint ``[start, end)`` offsets (``None``: none,
+        the common case, so a stream holds no list until a secret is met)."""
 
     def feed(self, text: str) -> str:
         """Consume *text*; return what can be released (*text* itself when nothing changes)."""
@@ -320,7 +320,7 @@ class SecretHoldback:
             # A start of a needle shorter than the skip compares: read again from the root, with
             # the new text (at most that many characters examined twice).
             text, self._held, self._state = held + text, "", 0
-        found = self._search(text)
+        found = self._auto.starts.search(text)
         if found is None:
             return text  # no secret can start here, and nothing is held: the common case
         start = found.start()
@@ -347,7 +347,7 @@ class SecretHoldback:
                 keep = min(keep, start)  # a later occurrence may overlap this one: hold it whole
                 break
         released = _render(buf, spans, keep)
-        self._spans = [(start - keep, end - keep) for start, end in spans if start >= keep]
+        self._spans = [(start - keep, end - keep) for start, end in spans if start >= keep] or None
         self._held = buf[keep:]
         return released
 
@@ -374,6 +374,8 @@ class SecretHoldback:
             at += 1
             length = found[state]
             if length:
+                if spans is None:
+                    spans = self._spans = []  # the first occurrence held: a list from now on
                 _cover(spans, at - length, at)
         self._state = state
 
@@ -385,7 +387,7 @@ class SecretHoldback:
     def finish(self) -> str:
         """The text ended: release everything held, redacted."""
         released = self.holding()
-        self._state, self._held, self._spans = 0, "", []
+        self._state, self._held, self._spans = 0, "", None
         return released
 
 

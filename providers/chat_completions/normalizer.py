@@ -283,9 +283,11 @@ class ChatCompletionsNormalizer:
     _drafts: dict[int, _CallDraft] = attrs.field(init=False, factory=dict)
     _aliases: dict[int, int] = attrs.field(init=False, factory=dict)
     """Reported index -> draft key, for a reused index."""
-    _details: list[dict[str, Any]] = attrs.field(init=False, factory=list)
+    _details: list[dict[str, Any]] | None = attrs.field(init=False, default=None)
+    """The reasoning details merged so far, for the calls' replay (``None``: none yet, no list held)."""
     _details_at: dict[tuple[object, object], dict[str, Any]] = attrs.field(init=False, factory=dict)
-    _reasoning_content: list[str] = attrs.field(init=False, factory=list)
+    _reasoning_content: list[str] | None = attrs.field(init=False, default=None)
+    """The ``reasoning_content`` pieces, for the calls' replay (``None``: none yet, no list held)."""
     _serving: str | None = attrs.field(init=False, default=None)
     _usage: Usage | None = attrs.field(init=False, default=None)
     _usage_sent: Usage | None = attrs.field(init=False, default=None)
@@ -377,7 +379,11 @@ class ChatCompletionsNormalizer:
         if (flat is not None and type(flat) is not str) or (text is not None and type(text) is not str):
             return False
         if text:
-            self._reasoning_content.append(text)
+            kept = self._reasoning_content
+            if kept is None:
+                self._reasoning_content = [text]
+            else:
+                kept.append(text)
         thoughts.extend(_flat_entries(flat, text))
         return True
 
@@ -554,7 +560,11 @@ class ChatCompletionsNormalizer:
         flat = delta.get("reasoning")
         content = delta.get("reasoning_content")
         if isinstance(content, str) and content:
-            self._reasoning_content.append(content)
+            kept = self._reasoning_content
+            if kept is None:
+                self._reasoning_content = [content]
+            else:
+                kept.append(content)
         if not details_text:
             # The details, when they carry text, already hold what the flat fields repeat.
             entries = _flat_entries(flat, content) + entries
@@ -565,11 +575,15 @@ class ChatCompletionsNormalizer:
         kind = item.get("type")
         key: tuple[object, object] | None = (index, kind) if isinstance(index, int) else None
         target = self._details_at.get(key) if key is not None else None
-        if target is None and key is None and self._details and self._details[-1].get("type") == kind:
-            target = self._details[-1]
+        details = self._details
+        if target is None and key is None and details and details[-1].get("type") == kind:
+            target = details[-1]
         if target is None:
             fresh = dict(item)
-            self._details.append(fresh)
+            if details is None:
+                self._details = [fresh]
+            else:
+                details.append(fresh)
             if key is not None:
                 self._details_at[key] = fresh
             return
