@@ -117,8 +117,10 @@ _THINK: Final = 1
 _DETAILS: Final = 2
 
 
-def _no_cuts() -> list[Cut | None]:
-    return [None] * (len(Level) + 1)
+_NO_BEST: Final = (-1,) * (2 * len(Level))
+"""``Flusher._best`` with no cut kept: per level (``WORD`` first) the ``end`` and ``start`` of the
+latest cut point outside a fenced block, -1 for none. Integers in a tuple, not ``Cut`` values in a
+list: the collector stops walking a tuple of integers, and a stream holds it all along."""
 
 
 @attrs.define
@@ -138,7 +140,9 @@ class Flusher:
     _scanner: MarkdownScanner = attrs.field(init=False, factory=MarkdownScanner)
     _carry: str = attrs.field(init=False, default="")
     _mode: int = attrs.field(init=False, default=_VISIBLE)
-    _block: list[str] = attrs.field(init=False, factory=list)
+    # The lists below are ``None`` while empty (most of a stream's life: a live stream holds
+    # no reasoning block, side segment or table most of the time).
+    _block: list[str] | None = attrs.field(init=False, default=None)
     _depth: int = attrs.field(init=False, default=0)
     _pieces: TextBuffer = attrs.field(init=False, factory=TextBuffer)
     """The visible text held (since ``_base``)."""
@@ -146,17 +150,16 @@ class Flusher:
     _fed: int = attrs.field(init=False, default=0)
     _reopen: str = attrs.field(init=False, default="")
     _quoted: bool = attrs.field(init=False, default=False)
-    _tables: list[TableSpan] = attrs.field(init=False, factory=list)
-    _best: list[Cut | None] = attrs.field(init=False, factory=_no_cuts)
+    _best: tuple[int, ...] = attrs.field(init=False, default=_NO_BEST)
     _best_fenced: Cut | None = attrs.field(init=False, default=None)
-    _side: list[Segment] = attrs.field(init=False, factory=list)
-    _out: list[Segment] = attrs.field(init=False, factory=list)
+    _side: list[Segment] | None = attrs.field(init=False, default=None)
+    _out: list[Segment] | None = attrs.field(init=False, default=None)
     _texts: int = attrs.field(init=False, default=0)
     _closed: bool = attrs.field(init=False, default=False)
-    _unscanned: list[str] = attrs.field(init=False, factory=list)
+    _unscanned: list[str] | None = attrs.field(init=False, default=None)
+    """Text held but not yet scanned (live: see ``_defers``; aggregated: all of it until read)."""
     _blank_at: tuple[int, int] = attrs.field(init=False, default=(-1, -1))
     _blank: bool = attrs.field(init=False, default=False)
-    """Text held but not yet scanned (live: see ``_defers``; aggregated: all of it until read)."""
 
     def __attrs_post_init__(self) -> None:
         self._live = self.config.delivery is DeliveryMode.LIVE
@@ -182,7 +185,7 @@ class Flusher:
             return []
         self._catch_up()
         self._drain()
-        candidates = [cut for cut in self._best if cut is not None and cut.end > self._base]
+        candidates = self._best_cuts()
         tail = self._scanner.tail_cut()
         if tail is not None and tail.end > self._base:
             candidates.append(tail)
@@ -211,7 +214,7 @@ class Flusher:
         if final and not self._live and self._tableless():
             # The end of an aggregated stream reads only the tables from the scanner (no cut
             # points, and no fence to close): text that cannot hold one is not scanned.
-            self._unscanned.clear()
+            self._unscanned = None
         self._catch_up()
         if final:
             self._scanner.finish()
@@ -220,9 +223,9 @@ class Flusher:
             fence = None if final else self._scanner.fence
             self._release(self._fed, fence)
         out = self._take()
-        if not self._live:
+        if self._side:
             out = self._side + out
-            self._side = []
+            self._side = None
         if final:
             self._closed = True
             if out:
@@ -233,12 +236,9 @@ class Flusher:
         """Drop everything held (follow-up interrupt, internal stop); the flusher closes."""
         self._closed = True
         self._carry = ""
-        self._block = []
-        self._unscanned = []
+        self._block = self._unscanned = self._side = self._out = None
         self._pieces = TextBuffer()
-        self._side = []
-        self._out = []
-        self._tables = []
+        self._scanner.tables = []
 
     # -- routing -------------------------------------------------------------------------------------------
 
@@ -308,11 +308,11 @@ class Flusher:
         n = len(buf)
         match = find_tag(buf, i, CLOSE_RE)
         if match is not None:
-            self._block.append(buf[i : match.start()])
+            self._keep_block(buf[i : match.start()])
             self._end_block()
             return match.end()
         hold = 0 if final else partial_tag_len(buf[max(i, n - MAX_TAG_LEN) :])
-        self._block.append(buf[i : n - hold])
+        self._keep_block(buf[i : n - hold])
         if hold:
             self._carry = buf[n - hold :]
         return n
@@ -323,12 +323,12 @@ class Flusher:
         while True:
             j = buf.find("<", i)
             if j < 0:
-                self._block.append(buf[start:])
+                self._keep_block(buf[start:])
                 return n
             match = match_tag(buf, j, DETAILS_OPEN_RE, DETAILS_CLOSE_RE)
             if match is None:
                 if not final and n - j < MAX_TAG_LEN and partial_details_len(buf[j:]):
-                    self._block.append(buf[start:j])
+                    self._keep_block(buf[start:j])
                     self._carry = buf[j:]
                     return n
                 i = j + 1
@@ -338,39 +338,50 @@ class Flusher:
             else:
                 self._depth -= 1
                 if self._depth == 0:
-                    self._block.append(buf[start:j])
+                    self._keep_block(buf[start:j])
                     self._end_block()
                     return match.end()
             i = match.end()
 
+    def _keep_block(self, text: str) -> None:
+        """Hold *text* of the reasoning or details block being read."""
+        if self._block is None:
+            self._block = [text]
+        else:
+            self._block.append(text)
+
     def _end_block(self) -> None:
-        text = "".join(self._block)
+        text = "".join(self._block or ())
         kind = SegmentKind.THOUGHT if self._mode == _THINK else SegmentKind.DETAILS
-        self._block = []
+        self._block = None
         self._mode = _VISIBLE
         self._depth = 0
         if text.strip() and not self.capped:
             segment = Segment(kind=kind, text=text)
-            (self._out if self._live else self._side).append(segment)
+            if self._live:
+                self._hand_on(segment)
+            elif self._side is None:
+                self._side = [segment]
+            else:
+                self._side.append(segment)
 
     # -- visible text --------------------------------------------------------------------------------------
 
     def _visible(self, text: str) -> None:
         if not text:
             return
-        if not self._live:
+        if not self._live or self._defers(text):
             # Aggregated: scanned only when the scanner is read (a "<" that may open a tag, the
             # end), in one piece; at the end not at all when it cannot hold a table (``flush``).
-            self._unscanned.append(text)
+            unscanned = self._unscanned
+            if unscanned is None:
+                self._unscanned = [text]
+            else:
+                unscanned.append(text)
             self._pieces.append(text)
             self._fed += len(text)
             return
         scanner = self._scanner
-        if self._defers(text):
-            self._unscanned.append(text)
-            self._pieces.append(text)
-            self._fed += len(text)
-            return
         self._catch_up()
         i, n = 0, len(text)
         while i < n:
@@ -405,13 +416,13 @@ class Flusher:
 
     def _tableless(self) -> bool:
         """Whether the text not scanned yet cannot hold (or end) a table: no ``|``, no table open."""
-        return self._scanner.table_start is None and not any("|" in text for text in self._unscanned)
+        return self._scanner.table_start is None and not any("|" in text for text in self._unscanned or ())
 
     def _catch_up(self) -> None:
         """Scan the live text that was held unscanned, and take its cut points."""
         if self._unscanned:
             text = "".join(self._unscanned)
-            self._unscanned.clear()
+            self._unscanned = None
             feed = self._scanner.feed
             for i in range(0, len(text), SCAN_SLICE):
                 feed(text[i : i + SCAN_SLICE])
@@ -425,12 +436,11 @@ class Flusher:
         return limit - held
 
     def _drain(self) -> None:
-        """Take the scanner's new cut points and tables; release at paragraph breaks (live)."""
-        scanner = self._scanner
-        if scanner.tables:
-            self._tables.extend(scanner.tables)
-            scanner.tables.clear()
-        cuts = scanner.cuts
+        """Take the scanner's new cut points; release at paragraph breaks (live).
+
+        (The tables stay in the scanner: a release reads the ones complete by then.)
+        """
+        cuts = self._scanner.cuts
         if not cuts:
             return
         # Only the latest cut of each level is kept: read the arrays and build a Cut only
@@ -454,9 +464,25 @@ class Flusher:
         cuts.clear()
 
     def _keep_latest(self, cuts: CutList, latest: dict[int, int]) -> None:
+        if not latest:
+            return
+        best = list(self._best)
+        ends, starts = cuts.ends, cuts.starts
         for level, k in latest.items():
-            self._best[level] = cuts[k]
+            at = 2 * level - 2
+            best[at] = ends[k]
+            best[at + 1] = starts[k]
+        self._best = tuple(best)
         latest.clear()
+
+    def _best_cuts(self) -> list[Cut]:
+        """The latest cut point of each level outside a fenced block, past the text released."""
+        best, base = self._best, self._base
+        return [
+            Cut(best[at], best[at + 1], Level(at // 2 + 1))
+            for at in range(0, len(best), 2)
+            if best[at] > base
+        ]
 
     def _long_enough(self, end: int, start: int) -> bool:
         if end <= self._base:
@@ -468,7 +494,7 @@ class Flusher:
         """After live text: release paragraphs, then a message-sized piece while the text held is too long."""
         self._drain()
         while not self.capped and self._room() <= 0:
-            candidates = [cut for cut in self._best if cut is not None and cut.end > self._base]
+            candidates = self._best_cuts()
             fenced = self._best_fenced
             if fenced is not None and fenced.end > self._base and not self._blank_before(fenced.start):
                 # (A cut after nothing but blank lines of code would send a message of fences alone.)
@@ -511,9 +537,11 @@ class Flusher:
         self._reopen = fence.reopen(self.config.message_limit) if fence is not None else ""
         quote_from = self._scanner.quote_from
         self._quoted = quote_from is not None and quote_from < upto
-        for level, best in enumerate(self._best):
-            if best is not None and best.start <= upto:
-                self._best[level] = None
+        best = self._best
+        if any(best[at] >= 0 and best[at + 1] <= upto for at in range(0, len(best), 2)):
+            self._best = tuple(
+                -1 if best[at - at % 2 + 1] <= upto else value for at, value in enumerate(best)
+            )
         if self._best_fenced is not None and self._best_fenced.start <= upto:
             self._best_fenced = None
         close = fence.close if fence is not None else ""
@@ -537,7 +565,7 @@ class Flusher:
         if self.capped:
             return
         self._texts += 1
-        self._out.append(Segment(kind=kind, text=text))
+        self._hand_on(Segment(kind=kind, text=text))
         _log.debug("released {chars} chars (segment {count})", chars=len(text), count=self._texts)
         if self._texts >= self.config.max_flushes:
             self.capped = True
@@ -549,7 +577,8 @@ class Flusher:
         then a table sent as a picture (odd indices: its markdown), then text, ...
         """
         base = self._base
-        tables = self._tables
+        scanner = self._scanner
+        tables = scanner.tables
         if not tables:
             return [(base, piece)]
         parts: list[tuple[int, str]] = []
@@ -574,7 +603,7 @@ class Flusher:
             else:
                 text.append(rendered)
             last = end
-        self._tables = keep
+        scanner.tables = keep
         if not parts and len(text) == 1:
             return [(base, piece)]  # no table here is complete yet: the piece as it is
         text.append(piece[last:])
@@ -587,9 +616,17 @@ class Flusher:
         # Every mode alike: edit mode commits the text before a picture and edits the text after.
         return config.tables is TableStyle.PICTURE and inline_width(rendered) > INLINE_WIDTH
 
+    def _hand_on(self, segment: Segment) -> None:
+        if self._out is None:
+            self._out = [segment]
+        else:
+            self._out.append(segment)
+
     def _take(self) -> list[Segment]:
         out = self._out
-        self._out = []
+        if out is None:
+            return []
+        self._out = None
         return out
 
 

@@ -13,10 +13,16 @@ __all__ = ("Cut", "CutList", "Fence", "FenceSpan", "Level", "NullCuts")
 
 from array import array
 from collections.abc import Iterator
+from typing import Final
 
 import attrs
 
 from rxcord.operators.markdown.cut_policy import Fence, Level
+
+_NO_POSITIONS: Final = array("q")
+"""The ``ends`` and ``starts`` of every list without cut points (shared, never appended to)."""
+_NO_LEVELS: Final = array("b")
+"""The ``levels`` of every list without cut points (shared, never appended to)."""
 
 
 @attrs.frozen
@@ -39,17 +45,21 @@ class CutList:
     position integers) that is about 130 bytes each, the largest thing an
     aggregated stream holds at its end. Here a cut is 17 bytes in three
     machine-integer arrays (fences, rare, aside); ``ends`` supports ``bisect``
-    directly, and indexing or iterating gives ``Cut`` values.
+    directly, and indexing or iterating gives ``Cut`` values. The arrays are
+    read-only to consumers (``add`` is the only writer): an empty list shares
+    module-level empty arrays, so it holds no array of its own.
     """
 
     __slots__ = ("ends", "fences", "levels", "starts")
 
     def __init__(self) -> None:
-        self.ends = array("q")
+        # The arrays are the shared empties until the first cut point: the live flusher
+        # clears its list after every read, so most of the time a stream holds none.
+        self.ends = _NO_POSITIONS
         """``Cut.end`` of every cut point."""
-        self.starts = array("q")
+        self.starts = _NO_POSITIONS
         """``Cut.start`` of every cut point."""
-        self.levels = array("b")
+        self.levels = _NO_LEVELS
         """``Cut.level`` of every cut point, as an integer."""
         self.fences: dict[int, Fence] = {}
         """Index -> the fence of a cut point inside a fenced block."""
@@ -58,7 +68,13 @@ class CutList:
         """Record a cut point (*level*: a ``Level``) after every one recorded so far."""
         if fence is not None:
             self.fences[len(self.ends)] = fence
-        self.ends.append(end)
+        ends = self.ends
+        if ends is _NO_POSITIONS:
+            # (Written out, not a helper: this runs on the scanner's path, once per list filled.)
+            self.ends = ends = array("q")
+            self.starts = array("q")
+            self.levels = array("b")
+        ends.append(end)
         self.starts.append(start)
         self.levels.append(level)
 
@@ -67,11 +83,12 @@ class CutList:
         self.add(cut.end, cut.start, cut.level, cut.fence)
 
     def clear(self) -> None:
-        """Forget every cut point."""
-        del self.ends[:]
-        del self.starts[:]
-        del self.levels[:]
-        self.fences.clear()
+        """Forget every cut point (the arrays go back to the shared empties)."""
+        self.ends = self.starts = _NO_POSITIONS
+        self.levels = _NO_LEVELS
+        if self.fences:
+            # A new empty dict is not tracked by the collector; one that held a fence stays tracked.
+            self.fences = {}
 
     def __len__(self) -> int:
         return len(self.ends)

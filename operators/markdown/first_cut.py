@@ -34,14 +34,15 @@ class FirstCut:
     __slots__ = ("_checked", "_code", "_limit", "_off", "_open", "_parts", "_scanner", "_text", "end")
 
     def __init__(self, limit: int) -> None:
-        self._scanner = MarkdownScanner()
+        self._scanner: MarkdownScanner | None = MarkdownScanner()
+        """Dropped once ``end`` is found: nothing after it is read (a stream keeps its FirstCut)."""
         self._limit = limit
         """Past this many characters without an accepted cut, the text is shown as it is."""
         self._text = ""
         """Text from ``_off`` on is the text after ``_checked``, not yet read for inline markers."""
         self._off = 0
-        self._parts: list[str] = []
-        """Deltas after ``_text``, joined to it when next read (once per delta at most)."""
+        self._parts: list[str] | None = None
+        """Deltas after ``_text``, joined to it when next read (once per delta at most); ``None``: none."""
         self._checked = 0
         self._open = 0
         """One bit per kind of inline marker left open (``_PAIRED``, then a single ``*``)."""
@@ -52,11 +53,14 @@ class FirstCut:
 
     def feed(self, delta: str) -> int | None:
         """Add *delta*; where the first message ends once it is known (then always the same)."""
-        if self.end is not None or not delta:
-            return self.end
         scanner = self._scanner
+        if scanner is None or not delta:
+            return self.end
         scanner.feed(delta)
-        self._parts.append(delta)
+        if self._parts is None:
+            self._parts = [delta]
+        else:
+            self._parts.append(delta)
         # Only cut points the scanner has committed: the tail of the text fed so far may still
         # be taken back by what follows (a backtick run opening a code span across the break),
         # so accepting it would make the first message depend on how the deltas were cut.
@@ -66,7 +70,7 @@ class FirstCut:
             found = scanner.fed  # nothing safe within a message: shown as it is (the preview closes a fence)
         if found is not None:
             self.end = found
-            self._text, self._parts = "", []
+            self._text, self._parts, self._scanner = "", None, None
         return self.end
 
     def shown(self, text: str) -> str:
@@ -100,7 +104,7 @@ class FirstCut:
             return False  # an earlier place than one already read: a later cut point will do
         if self._parts:  # the unread rest and the new deltas, joined once
             self._text = self._text[self._off :] + "".join(self._parts)
-            self._off, self._parts = 0, []
+            self._off, self._parts = 0, None
         stop = self._off + end - self._checked
         self._track(self._text[self._off : stop])
         self._off, self._checked = stop, end

@@ -215,16 +215,17 @@ class MarkdownScanner:
     """Reads text incrementally and records the places where it may be cut.
 
     Feed text with ``feed`` (any chunking), call ``finish`` once at the end.
-    Consumers read and may clear ``cuts`` and ``tables`` as they go; the
-    scanner only appends to them. Positions count characters of the text fed.
+    Consumers read and may clear ``cuts`` and ``tables`` as they go (or
+    replace ``tables`` by the ones they keep); the scanner only appends to
+    them. Positions count characters of the text fed.
     """
 
     cuts: CutList = attrs.field(factory=CutList)
     """Cut points, in increasing position order."""
-    tables: list[TableSpan] = attrs.field(factory=list)
-    """Tables completed so far."""
-    fences: list[FenceSpan] = attrs.field(factory=list)
-    """Fenced blocks seen so far (the last one may still be open)."""
+    # Most texts have no table and no fenced block: their lists exist once one does
+    # (``tables`` and ``fences`` read them).
+    _tables: list[TableSpan] | None = attrs.field(default=None, init=False)
+    _fences: list[FenceSpan] | None = attrs.field(default=None, init=False)
     fence: Fence | None = None
     """The fenced block open at the end of the text fed (decided at each opening line's line break)."""
     quote_from: int | None = None
@@ -238,10 +239,12 @@ class MarkdownScanner:
 
     _kind: int = _HEAD
     _line_start: int = 0
-    _head_ws: list[str] = attrs.field(factory=list)
-    _head: list[str] = attrs.field(factory=list)
-    """The buffered start of the line (its characters: a long one grows without copying)."""
-    _line: list[str] = attrs.field(factory=list)
+    # The buffered start of the line: its leading whitespace, then its characters (a long one
+    # grows without copying); each ``None`` while empty, so a scanner mid-line holds no list.
+    _head_ws: list[str] | None = None
+    _head: list[str] | None = None
+    _line: list[str] | None = None
+    """The pieces of a fence line being read (``_OPEN_CAND``, ``_CLOSE_CAND``), else ``None``."""
     _content_start: int = 0
     _seen: bool = False
     # The whitespace run being read (``_ws_start`` < 0: none).
@@ -288,11 +291,13 @@ class MarkdownScanner:
                 self._next_line()
                 i = j + 1
             elif kind in (_OPEN_CAND, _CLOSE_CAND):
+                line = self._line
+                assert line is not None  # (set by ``_start_line`` with the kind)
                 j = text.find("\n", i)
                 if j < 0:
-                    self._line.append(text[i:])
+                    line.append(text[i:])
                     return
-                self._line.append(text[i:j])
+                line.append(text[i:j])
                 i = j + 1
                 self._end_fence_line(eof=False)
             else:
@@ -303,8 +308,8 @@ class MarkdownScanner:
         if self._kind == _HEAD and (self._head or self._head_ws):
             kind = self._classify(complete=True)
             if kind == _BLANK:
-                self.pos += len(self._head_ws)
-                self._head_ws.clear()
+                self.pos += len(self._head_ws or ())
+                self._head_ws = None
             else:
                 self._start_line(kind)
         if self._kind in (_OPEN_CAND, _CLOSE_CAND):
@@ -317,6 +322,22 @@ class MarkdownScanner:
             self._deferred = None
         if self.table_start is not None:
             self._end_table(self.pos)
+
+    @property
+    def tables(self) -> list[TableSpan]:
+        """Tables completed so far (a consumer may clear them, or replace them by the ones it keeps)."""
+        tables = self._tables
+        return [] if tables is None else tables
+
+    @tables.setter
+    def tables(self, kept: list[TableSpan]) -> None:
+        self._tables = kept or None
+
+    @property
+    def fences(self) -> list[FenceSpan]:
+        """Fenced blocks seen so far (the last one may still be open)."""
+        fences = self._fences
+        return [] if fences is None else fences
 
     @property
     def in_code(self) -> bool:
@@ -389,10 +410,18 @@ class MarkdownScanner:
                     return i + 1
                 self._start_line(kind)
                 return i
-            if not self._head and c.isspace():
-                self._head_ws.append(c)
+            head = self._head
+            if head is None and c.isspace():
+                ws = self._head_ws
+                if ws is None:
+                    self._head_ws = [c]
+                else:
+                    ws.append(c)
             else:
-                self._head.append(c)
+                if head is None:
+                    self._head = [c]
+                else:
+                    head.append(c)
                 kind = self._classify(complete=False)
                 if kind >= 0:
                     self._start_line(kind)
@@ -402,9 +431,13 @@ class MarkdownScanner:
 
     def _classify(self, *, complete: bool) -> int:
         """The kind of the current line from its start, or -1 while undecided."""
-        if len(self._head) > _HEAD_SHORT:
-            return self._classify_long(complete=complete)
-        s = "".join(self._head)
+        head = self._head
+        if head is None:
+            s = ""
+        elif len(head) > _HEAD_SHORT:
+            return self._classify_long(head, complete=complete)
+        else:
+            s = "".join(head)
         if self.fence is not None:
             return _block_line_kind(s, self.fence, complete=complete)
         if not s:
@@ -431,7 +464,7 @@ class MarkdownScanner:
             return _quote_line_kind(s, complete=complete)
         return _PLAIN
 
-    def _classify_long(self, *, complete: bool) -> int:
+    def _classify_long(self, head: list[str], *, complete: bool) -> int:
         """``_classify`` for a head longer than ``_HEAD_SHORT``, in constant time.
 
         Only two heads stay undecided that long, and the last character decides
@@ -440,7 +473,6 @@ class MarkdownScanner:
         Joining and re-reading the whole head at every character would make a
         long one quadratic.
         """
-        head = self._head
         fence = self.fence
         if fence is not None:
             if head[-1] != fence.char:
@@ -454,10 +486,9 @@ class MarkdownScanner:
 
     def _start_line(self, kind: int) -> None:
         start = self._line_start
-        ws = "".join(self._head_ws)
-        head = "".join(self._head)
-        self._head_ws.clear()
-        self._head.clear()
+        ws = "" if self._head_ws is None else "".join(self._head_ws)
+        head = "" if self._head is None else "".join(self._head)
+        self._head_ws = self._head = None
         if kind == _CODE:
             if start > self._content_start:
                 self.cuts.add(start, start, Level.LINE, self.fence)
@@ -491,8 +522,8 @@ class MarkdownScanner:
 
     def _blank_line(self) -> None:
         """A line holding only whitespace, outside a fenced block: a paragraph break."""
-        self.pos = self._line_start + len(self._head_ws)
-        self._head_ws.clear()
+        self.pos = self._line_start + len(self._head_ws or ())
+        self._head_ws = None
         self._code = 0
         if self.table_start is not None:
             self._end_table(self._line_start)
@@ -500,13 +531,17 @@ class MarkdownScanner:
 
     def _end_table(self, end: int) -> None:
         assert self.table_start is not None
-        self.tables.append(TableSpan(self.table_start, end))
+        span = TableSpan(self.table_start, end)
+        if self._tables is None:
+            self._tables = [span]
+        else:
+            self._tables.append(span)
         self.table_start = None
         self._ws_block = True
 
     def _end_fence_line(self, *, eof: bool) -> None:
-        line = "".join(self._line)
-        self._line = []
+        line = "".join(self._line or ())
+        self._line = None
         start = self._line_start
         text = body = line.lstrip()
         if self._kind == _OPEN_CAND:
@@ -526,7 +561,11 @@ class MarkdownScanner:
             self.fence = fence
             self.pos = start + len(line) + (0 if eof else 1)
             self._content_start = self.pos
-            self.fences.append(FenceSpan(start, self.pos, None, fence))
+            span = FenceSpan(start, self.pos, None, fence)
+            if self._fences is None:
+                self._fences = [span]
+            else:
+                self._fences.append(span)
             self._code = self._ticks = 0
             self._ws_start = -1
             self._kind = _HEAD
@@ -537,7 +576,9 @@ class MarkdownScanner:
         run = _run_len(body, open_fence.char)
         self.pos = start + len(line)
         if run >= open_fence.length and not body[run:].strip():
-            self.fences[-1] = attrs.evolve(self.fences[-1], end=start)
+            fences = self._fences
+            assert fences is not None  # (the block being closed is in it)
+            fences[-1] = attrs.evolve(fences[-1], end=start)
             self.fence = None
             self._ws_start = start + len(line.rstrip())
             self._ws_nl = 0

@@ -10,6 +10,10 @@ itself and the deltas can be freed as soon as they have passed through.
 
 Appending stays O(1) amortized (one join per ``GROUP`` pieces, each piece
 copied once more); ``getvalue`` joins the groups.
+
+A live stream holds several buffers, and the collector walks every list they
+keep: the joined groups and the pieces not joined yet share one list (the
+groups first), and an empty buffer holds no list at all.
 """
 
 from __future__ import annotations
@@ -25,35 +29,44 @@ GROUP: Final = 64
 class TextBuffer:
     """Appends strings; holds them joined in groups; returns the whole text on demand."""
 
-    __slots__ = ("_groups", "_pending")
+    __slots__ = ("_loose", "_parts")
 
     def __init__(self, initial: str = "") -> None:
-        self._groups: list[str] = []
-        self._pending: list[str] = [initial] if initial else []
+        self._parts: list[str] | None = [initial] if initial else None
+        """The joined groups, then the pieces appended since the last join; ``None`` while empty."""
+        self._loose = 1 if initial else 0
+        """How many pieces at the end of ``_parts`` are not joined yet."""
 
     def append(self, text: str) -> None:
-        """Add *text* at the end (called per delta: kept to a list append and a length check)."""
-        pending = self._pending
-        pending.append(text)
-        if len(pending) >= GROUP:
-            self._groups.append("".join(pending))
-            pending.clear()
+        """Add *text* at the end (called per delta: kept to a list append and a count)."""
+        parts = self._parts
+        if parts is None:
+            self._parts = [text]
+            self._loose = 1
+            return
+        parts.append(text)
+        loose = self._loose + 1
+        if loose >= GROUP:
+            parts[-loose:] = ("".join(parts[-loose:]),)
+            loose = 0
+        self._loose = loose
 
     def getvalue(self) -> str:
         """Everything appended, as one string."""
-        if not self._groups:
-            return "".join(self._pending)
-        return "".join(self._groups) + "".join(self._pending)
+        parts = self._parts
+        return "" if parts is None else "".join(parts)
 
     def clear(self) -> None:
         """Forget everything appended."""
-        self._groups = []
-        self._pending = []
+        self._parts = None
+        self._loose = 0
 
     def __len__(self) -> int:
         """Characters held (counted on demand: callers on a hot path keep their own count)."""
-        return sum(map(len, self._groups)) + sum(map(len, self._pending))
+        parts = self._parts
+        return 0 if parts is None else sum(map(len, parts))
 
     def __bool__(self) -> bool:
         """Whether any text is held."""
-        return any(self._groups) or any(self._pending)
+        parts = self._parts
+        return parts is not None and any(parts)

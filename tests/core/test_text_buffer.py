@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -37,5 +39,25 @@ def test_pieces_are_not_kept_one_by_one() -> None:
     pieces = [f"p{i}" for i in range(GROUP)]
     for piece in pieces:
         buffer.append(piece)
-    held = buffer._groups + buffer._pending
-    assert held == ["".join(pieces)]
+    assert buffer._parts == ["".join(pieces)]
+
+
+def _lists_held(buffer: TextBuffer) -> int:
+    return sum(isinstance(ref, list) for ref in gc.get_referents(buffer))
+
+
+def test_one_list_at_most_and_none_while_empty() -> None:
+    """The collector walks what a live stream holds: an empty buffer holds no list, a full one one.
+
+    (Counted, not timed: before, every buffer held two lists from its creation on.)
+    """
+    buffer = TextBuffer()
+    assert _lists_held(buffer) == 0
+    for k in range(3 * GROUP + 7):
+        buffer.append(str(k))
+        assert _lists_held(buffer) == 1
+    # Joined in groups: three group strings and the seven pieces after them, in one list.
+    assert buffer._parts is not None and len(buffer._parts) == 3 + 7
+    buffer.clear()
+    assert _lists_held(buffer) == 0
+    assert _lists_held(TextBuffer("x")) == 1
