@@ -9,7 +9,7 @@ at the orchestrator, like any error).
 
 from __future__ import annotations
 
-__all__ = ("normalize",)
+__all__ = ("normalization_failure", "normalize")
 
 from collections.abc import Callable, Sequence
 
@@ -31,6 +31,19 @@ def _failure(exc: Exception) -> ProcessedChunk:
             original_error=exc,
         )
     )
+
+
+def normalization_failure(exc: Exception, raw: RawStreamChunk | None = None) -> tuple[ProcessedChunk]:
+    """A normalizer's failure as the one error chunk it becomes, logged.
+
+    *raw*: the chunk it failed on (``None``: at the end of the stream). A normalizer that
+    ``catches_failures`` calls it itself.
+    """
+    if raw is None:
+        _log.opt(exception=exc).error("normalizer failed at end of stream")
+    else:
+        _log.opt(exception=exc).error("normalizer failed on a {provider} chunk", provider=raw.provider)
+    return (_failure(exc),)
 
 
 def normalize(factory: Callable[[], ChunkNormalizer]) -> Fusable:
@@ -59,8 +72,13 @@ class _NormalizingStage:
     def __init__(self, factory: Callable[[], ChunkNormalizer]) -> None:
         self.factory = factory
 
-    def __call__(self) -> _Normalizing:
-        return _Normalizing(self.factory())
+    def __call__(self) -> ChunkNormalizer:
+        normalizer = self.factory()
+        if getattr(normalizer, "catches_failures", False):
+            # The adapters' RecognitionCheck turns its failures into the error chunk itself: it is
+            # the stream's transducer, with no wrapper object and no wrapper call per chunk.
+            return normalizer
+        return _Normalizing(normalizer)
 
 
 class _Normalizing:
@@ -75,12 +93,10 @@ class _Normalizing:
         try:
             return self._normalizer.feed(raw)
         except Exception as exc:
-            _log.opt(exception=exc).error("normalizer failed on a {provider} chunk", provider=raw.provider)
-            return (_failure(exc),)
+            return normalization_failure(exc, raw)
 
     def finish(self) -> Sequence[ProcessedChunk]:
         try:
             return self._normalizer.finish()
         except Exception as exc:
-            _log.opt(exception=exc).error("normalizer failed at end of stream")
-            return (_failure(exc),)
+            return normalization_failure(exc)

@@ -30,7 +30,7 @@ __all__ = ("UNRECOGNIZED_CODE", "RecognitionCheck", "response_id", "unrecognized
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import ClassVar, Final
 
 import attrs
 from loguru import logger
@@ -43,6 +43,7 @@ from rxcord.core.types import (
     ProviderError,
     RawStreamChunk,
 )
+from rxcord.operators.normalize import normalization_failure
 from rxcord.operators.reasoning.spill_guard import AFTER_TEXT
 from rxcord.providers.transport import TRUNCATED
 
@@ -132,45 +133,55 @@ class RecognitionCheck:
     _text_seen: bool = attrs.field(default=False, init=False)
     _steady: bool = attrs.field(default=False, init=False)
     """Recognised, the id looked for, visible text seen: only reasoning and ``done`` need work."""
+    catches_failures: ClassVar[bool] = True
+    """A failure (the inner normalizer's or its own) is the error chunk ``normalize`` makes of it:
+    stage 03 feeds this check directly, with no wrapper per stream (``rxcord.operators.normalize``)."""
 
     def feed(self, raw: RawStreamChunk) -> Sequence[ProcessedChunk]:
         """Normalize *raw*; remember whether anything was recognised, and the response's id."""
-        if not self._recognised and self._events and _cut(raw):
-            # Events came, none recognised, then no end marker: a body in another shape ends
-            # without this one's marker, and the shape is the better diagnosis of the two.
+        # The body in one try (no call of its own): an exception is the error chunk, as normalize makes it.
+        try:
+            if not self._recognised and self._events and _cut(raw):
+                # Events came, none recognised, then no end marker: a body in another shape ends
+                # without this one's marker, and the shape is the better diagnosis of the two.
+                self._recognised = True
+                return [
+                    ProcessedChunk.fail(
+                        unrecognized_error(self.provider, self.expected, self._events, self._hint)
+                    )
+                ]
+            out = self.inner.feed(raw)
+            if self._steady:
+                # The common chunk of a long answer: one text chunk without reasoning.
+                for chunk in out:
+                    if chunk.thoughts or chunk.type is _DONE:
+                        return self._marked(out)
+                return out
+            if self._id is None:
+                self._id = response_id(raw.data)
+            if not out:
+                if not self._recognised:
+                    self._events += 1
+                    if self._hint is None:
+                        self._hint = _shape_hint(raw.data)
+                return out
+            # The id is in the first recognised event when the provider sends one (Anthropic's
+            # message_start, every OpenAI and Gemini chunk): later events are not searched.
             self._recognised = True
-            return [
-                ProcessedChunk.fail(
-                    unrecognized_error(self.provider, self.expected, self._events, self._hint)
-                )
-            ]
-        out = self.inner.feed(raw)
-        if self._steady:
-            # The common chunk of a long answer: one text chunk without reasoning.
-            for chunk in out:
-                if chunk.thoughts or chunk.type is _DONE:
-                    return self._marked(out)
+            out = self._marked(out)
+            self._steady = self._text_seen
             return out
-        if self._id is None:
-            self._id = response_id(raw.data)
-        if not out:
-            if not self._recognised:
-                self._events += 1
-                if self._hint is None:
-                    self._hint = _shape_hint(raw.data)
-            return out
-        # The id is in the first recognised event when the provider sends one (Anthropic's
-        # message_start, every OpenAI and Gemini chunk): later events are not searched.
-        self._recognised = True
-        out = self._marked(out)
-        self._steady = self._text_seen
-        return out
+        except Exception as exc:
+            return normalization_failure(exc, raw)
 
     def finish(self) -> Sequence[ProcessedChunk]:
         """The stream ended: the inner normalizer's last chunks, or the error when nothing was recognised."""
-        out = self.inner.finish()
-        if out or self._recognised:
-            return self._marked(out) if out else out
+        try:
+            out = self.inner.finish()
+            if out or self._recognised:
+                return self._marked(out) if out else out
+        except Exception as exc:
+            return normalization_failure(exc)
         error = unrecognized_error(self.provider, self.expected, self._events, self._hint)
         _log.warning("{message}", message=error.message)
         return [ProcessedChunk.fail(error)]

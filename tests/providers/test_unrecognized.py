@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+import reactivex
 
 from rxcord.cli.replay import ReplayOptions, run_replay
-from rxcord.core.types import ErrorType, StreamStatus
-from rxcord.providers.unrecognized import UNRECOGNIZED_CODE
+from rxcord.core.types import ChunkType, ErrorType, ProcessedChunk, RawStreamChunk, StreamStatus
+from rxcord.operators.normalize import normalize
+from rxcord.providers.unrecognized import UNRECOGNIZED_CODE, RecognitionCheck
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
 FAMILY = {"openai": "openai", "openrouter": "openai", "nvidia": "openai", "custom": "openai"}
@@ -111,3 +113,38 @@ def test_reasoning_after_visible_text_is_marked_for_the_spill_guard() -> None:
     normalizer.feed(delta(content="Hi"))
     (late,) = normalizer.feed(delta(reasoning="again"))
     assert late.metadata[AFTER_TEXT] is True
+
+
+class _Raising:
+    """An inner normalizer that fails on a chunk saying so, and at the end when told to."""
+
+    def __init__(self, fail_at_end: bool = False) -> None:
+        self.fail_at_end = fail_at_end
+
+    def feed(self, raw: RawStreamChunk) -> list[ProcessedChunk]:
+        if raw.data == "boom":
+            raise ValueError("cannot read this")
+        return [ProcessedChunk.text(str(raw.data))]
+
+    def finish(self) -> list[ProcessedChunk]:
+        if self.fail_at_end:
+            raise ValueError("cannot end")
+        return []
+
+
+@pytest.mark.parametrize("fail_at_end", [False, True])
+def test_a_failing_inner_normalizer_is_the_normalization_error_without_a_wrapper(fail_at_end: bool) -> None:
+    """Stage 03 feeds the check directly (it catches its failures): the same error chunk as ``normalize``."""
+    stage = normalize(lambda: RecognitionCheck(_Raising(fail_at_end), "t", "Chat Completions"))
+    transducer = stage.factory()
+    assert isinstance(transducer, RecognitionCheck)  # no per-stream wrapper object
+    data = ["hi"] if fail_at_end else ["hi", "boom"]
+    seen: list[ProcessedChunk] = []
+    reactivex.from_iterable([RawStreamChunk(provider="t", data=d) for d in data]).pipe(stage).subscribe(
+        seen.append
+    )
+    assert seen[0].content == "hi"
+    [failure] = seen[1:]
+    assert failure.type is ChunkType.ERROR and failure.error is not None
+    assert failure.error.code == "normalization_failed" and not failure.error.retryable
+    assert "cannot" in failure.error.message
