@@ -185,7 +185,10 @@ class ReplayLast(Observable[_T], abc.SubjectBase[_T], abc.DisposableBase):
         except BaseException:
             self._unwind()
             raise
-        self._leave()
+        fault = self._leave()
+        if fault is not None:
+            self._detach(node)  # its subscribe fails: nothing may stay linked to it
+            raise fault
         return node
 
     # -- delivery -----------------------------------------------------------------
@@ -208,7 +211,9 @@ class ReplayLast(Observable[_T], abc.SubjectBase[_T], abc.DisposableBase):
         except BaseException:
             self._unwind()
             raise
-        self._leave()
+        fault = self._leave()
+        if fault is not None:
+            raise fault
 
     def _run(self, node: _Subscription[_T], *, replay: bool = False) -> None:
         """Notify *node* of everything it has not seen yet, unless it is being notified already.
@@ -253,15 +258,14 @@ class ReplayLast(Observable[_T], abc.SubjectBase[_T], abc.DisposableBase):
             if self._fault is None:
                 self._fault = exc
 
-    def _leave(self) -> None:
-        """End of one delivery frame: the outermost drops the log and raises a subscriber's error."""
+    def _leave(self) -> Exception | None:
+        """End of one delivery frame: the outermost drops the log and gives a subscriber's error to raise."""
         self._depth -= 1
         if self._depth:
-            return
+            return None
         self._log = None
         fault, self._fault = self._fault, None
-        if fault is not None:
-            raise fault
+        return fault
 
     def _unwind(self) -> None:
         """A delivery frame left by a BaseException: the outermost drops the log (the exception wins)."""

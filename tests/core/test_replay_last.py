@@ -222,6 +222,31 @@ def test_a_raising_subscriber_is_detached_and_the_others_still_hear() -> None:
     assert seen == [1, 2]
 
 
+def test_a_subscribe_that_fails_keeps_nothing_linked() -> None:
+    """A replay raising a stop that a broken handler fails on: the subscribe fails, nothing leaks."""
+    subject: ReplayLast[int] = ReplayLast()
+    subject.on_next(1)
+
+    def broken(value: int) -> None:
+        if value == 2:
+            raise RuntimeError("handler failed on 2")
+
+    subscribe_light(subject, broken)
+    seen: list[int] = []
+    errors: list[Exception] = []
+
+    def chained(value: int) -> None:
+        seen.append(value)
+        if value == 1:
+            subject.on_next(2)
+
+    late = subscribe_light(subject, chained, errors.append)
+    assert seen == [1, 2] and [str(e) for e in errors] == ["handler failed on 2"]
+    assert not _reaches(subject, late)
+    subject.on_next(3)  # nobody left: nothing raised, nothing delivered
+    assert seen == [1, 2]
+
+
 def test_disposed_subject_refuses_as_reactivex_subjects_do() -> None:
     subject: ReplayLast[int] = ReplayLast()
     seen: list[int] = []
