@@ -77,6 +77,9 @@ _FLAG_TAGS: Final = re.compile(_BLACK_FLAG + "[\U000e0020-\U000e007e]+\U000e007f
 
 _EMPHASIS = r"\*\*\*|\*\*|\*|__|_|"
 
+_NO_ROLLS: Final = random.Random(0)
+"""Handed to ``apply_render`` when no modifier rolls (only punctuation splits draw from it)."""
+
 _MAX_PASSES: Final = 16
 """A bound on re-sweeps; real text settles after one or two (see the module docstring)."""
 
@@ -249,13 +252,16 @@ class SegmentCleaner:
 
     config: StreamConfig
     """The stream's configuration (persona name, delivery mode, render modifiers)."""
-    rng: random.Random = attrs.field(init=False)
-    """Render-modifier rolls, seeded from ``config.render.seed``."""
+    rng: random.Random | None = attrs.field(init=False, default=None)
+    """Render-modifier rolls, seeded from ``config.render.seed``; made for the first roll (only
+    punctuation splits roll), so a stream without them holds none."""
     at_start: bool = attrs.field(init=False, default=True)
     """No visible text has been produced yet: a leading role prefix is still removed."""
 
-    def __attrs_post_init__(self) -> None:
-        self.rng = random.Random(self.config.render.seed)
+    def _rolls(self) -> random.Random:
+        if self.rng is None:
+            self.rng = random.Random(self.config.render.seed)
+        return self.rng
 
     def feed(self, segment: Segment) -> list[Segment]:
         """Clean one segment; returns zero (blank text), one or several (splits) segments.
@@ -270,7 +276,8 @@ class SegmentCleaner:
             return [segment]
         cleaned = clean_text(segment.text, persona_name=self.config.persona_name, at_start=self.at_start)
         live = self.config.delivery is DeliveryMode.LIVE
-        pieces = apply_render(cleaned, self.config.render, live=live, rng=self.rng)
+        rolls = self._rolls() if self.config.render.punctuation_splits else _NO_ROLLS
+        pieces = apply_render(cleaned, self.config.render, live=live, rng=rolls)
         if not pieces:
             return []
         self.at_start = False

@@ -49,7 +49,7 @@ model's reply (the guard already withheld the turn itself).
 """
 
 
-def _push_all(flusher: Flusher, parts: TextBuffer) -> list[Segment]:
+def _push_all(flusher: Flusher, parts: TextBuffer | None) -> list[Segment]:
     """Push the kept deltas as one text (aggregated mode); empties *parts*."""
     if not parts:
         return []
@@ -171,13 +171,15 @@ class _FlushRun(Relay):
         self.scheduler = scheduler
         self.live = config.delivery is DeliveryMode.LIVE
         self.flusher = Flusher(config)
-        self.pending = TextBuffer()
+        # Aggregated mode keeps the deltas to scan once at the end; live mode never does.
+        self.pending: TextBuffer | None = None if self.live else TextBuffer()
         self.ended = False
         self.discarded = False
         self.signalled = False
         # Live states waiting behind a long delta pushed a slice per scheduler step:
         # (state, characters of its delta already pushed).
-        self.backlog: deque[tuple[StreamState, int]] = deque()
+        # Made for the first long live delta (most streams never have one).
+        self.backlog: deque[tuple[StreamState, int]] | None = None
         self.step: LightSerial | None = None  # made for the first backlog (a long live delta)
         self.completed_source = False
         # One armed timer at most, not one per chunk (see rxcord.operators.quiet_timer).
@@ -208,11 +210,14 @@ class _FlushRun(Relay):
         if self.stopped or self.ended:
             return
         if state.status in _DISCARD:
-            self.backlog.clear()
+            if self.backlog is not None:
+                self.backlog.clear()
             if self.step is not None:
                 self.step.dispose()
             self.handle(state)
         elif self.backlog or (self.live and self.scheduler is not None and len(state.delta) > YIELD_AT):
+            if self.backlog is None:
+                self.backlog = deque()
             self.backlog.append((state, 0))
             if len(self.backlog) == 1:
                 self.schedule_slice()
@@ -228,6 +233,8 @@ class _FlushRun(Relay):
     def push_slice(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
         """One step of the backlog: the next slice of its first state's delta."""
         backlog = self.backlog
+        if backlog is None:
+            return
         if backlog and not self.ended:
             state, done = backlog[0]
             if done + YIELD_AT < len(state.delta):
@@ -255,6 +262,7 @@ class _FlushRun(Relay):
         if not self.live:
             # Aggregated mode releases nothing before the end, and the flusher's output
             # is the same for any chunking: keep the deltas and scan the text once.
+            assert self.pending is not None
             if state.delta:
                 self.pending.append(state.delta)
             if status is StreamStatus.STREAMING:

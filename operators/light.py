@@ -45,6 +45,7 @@ from reactivex import Observable, abc
 
 _T = TypeVar("_T")
 _S = TypeVar("_S")
+_V = TypeVar("_V")
 
 
 def _ignore_error(_: Exception) -> None:
@@ -113,11 +114,11 @@ class _Hop(abc.ObserverBase[Any], abc.DisposableBase):
         self.release()
 
 
-def _call(function: Callable[..., None], *args: Any) -> None:
-    function(*args)
+def _call(function: Callable[..., _V], *args: Any) -> _V:
+    return function(*args)
 
 
-def unbound(callback: Callable[..., None]) -> tuple[Callable[..., None], Any]:
+def unbound(callback: Callable[..., _V]) -> tuple[Callable[..., _V], Any]:
     """*callback* as (function, first argument): a bound method is kept as its function and object.
 
     A bound method is one more object per hop for the collector to walk for the stream's

@@ -16,7 +16,7 @@ from reactivex import Observable, abc
 
 from rxcord.core.state import Segment, TypingPulse
 from rxcord.core.types import Operator, SegmentKind
-from rxcord.operators.light import LightOperator, LightSerial, Relay, relay
+from rxcord.operators.light import LightOperator, Relay, relay
 
 _VISIBLE = (SegmentKind.TEXT, SegmentKind.ERROR_EMBED, SegmentKind.TABLE)
 _PULSE = TypingPulse()
@@ -59,7 +59,7 @@ class _Typing(LightOperator[Segment, Segment | TypingPulse]):
             raise ValueError("typing_heartbeat needs a subscribe-time scheduler")
         beat = _Heartbeat(observer, scheduler, self.interval)
         # The first pulse is scheduled before the source is subscribed (as it always was).
-        beat.timer.disposable = scheduler.schedule(_pulse, beat)
+        beat.hold(scheduler.schedule(_pulse, beat))
         return relay(source, beat, scheduler)
 
 
@@ -67,13 +67,13 @@ def _pulse(_: abc.SchedulerBase, beat: _Heartbeat | None) -> None:
     # A module function with the state as the action's state: no bound method per pulse.
     assert beat is not None
     beat.observer.on_next(_PULSE)
-    beat.timer.disposable = beat.scheduler.schedule_relative(beat.interval, _pulse, beat)
+    beat.hold(beat.scheduler.schedule_relative(beat.interval, _pulse, beat))
 
 
 class _Heartbeat(Relay):
     """One subscription: pulses until the first visible segment; the pulse timer goes with the end."""
 
-    __slots__ = ("interval", "scheduler", "timer")
+    __slots__ = ("beating", "interval", "pulse", "scheduler")
 
     def __init__(
         self, observer: abc.ObserverBase[Segment | TypingPulse], scheduler: abc.SchedulerBase, interval: float
@@ -81,23 +81,40 @@ class _Heartbeat(Relay):
         super().__init__(observer)
         self.scheduler = scheduler
         self.interval = interval
-        self.timer = LightSerial()
+        self.pulse: abc.DisposableBase | None = None  # the next pulse's timer
+        self.beating = True
+
+    def hold(self, pulse: abc.DisposableBase) -> None:
+        """The next pulse's timer (``SerialDisposable``'s rule, in a slot)."""
+        if not self.beating:
+            pulse.dispose()
+            return
+        previous, self.pulse = self.pulse, pulse
+        if previous is not None:
+            previous.dispose()
+
+    def quiet(self) -> None:
+        """No more pulses."""
+        self.beating = False
+        pulse, self.pulse = self.pulse, None
+        if pulse is not None:
+            pulse.dispose()
 
     def on_next(self, segment: Segment) -> None:
         if self.stopped:
             return
         if segment.kind in _VISIBLE:
-            self.timer.dispose()
+            self.quiet()
         self.observer.on_next(segment)
 
     def failed(self, error: Exception) -> None:
-        self.timer.dispose()
+        self.quiet()
         self.observer.on_error(error)
 
     def completed(self) -> None:
-        self.timer.dispose()
+        self.quiet()
         self.observer.on_completed()
 
     def dispose(self) -> None:
-        self.timer.dispose()  # first, as before: a pulse never follows a disposal
+        self.quiet()  # first, as before: a pulse never follows a disposal
         self.release()

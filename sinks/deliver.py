@@ -25,7 +25,7 @@ from reactivex import Observable, abc
 
 from rxcord.core.state import Delivery
 from rxcord.core.types import Operator
-from rxcord.operators.light import LightOperator, Relay, relay
+from rxcord.operators.light import LightOperator, Relay, relay, unbound
 
 _T = TypeVar("_T")
 
@@ -63,7 +63,8 @@ class _Deliver(LightOperator[_T, Delivery]):
     __slots__ = ("merge", "send")
 
     def __init__(self, send: Callable[[_T], Observable[Delivery]], merge: Merge[_T] | None) -> None:
-        self.send = send
+        # A bound method (``DiscordDelivery.send``) is held as its function and object.
+        self.send = unbound(send)
         self.merge = merge
 
     def subscribe_to(
@@ -99,7 +100,7 @@ class _DeliverRun(Relay, Generic[_T]):
 
     def __init__(
         self,
-        send: Callable[[_T], Observable[Delivery]],
+        send: tuple[Callable[..., Observable[Delivery]], Any],
         merge: Merge[_T] | None,
         observer: abc.ObserverBase[Delivery],
         scheduler: abc.SchedulerBase | None,
@@ -149,7 +150,8 @@ class _DeliverRun(Relay, Generic[_T]):
                     return
                 self.busy = True
                 try:
-                    observable = self.send(self.next_item())
+                    function, of = self.send
+                    observable = function(of, self.next_item())
                 except Exception as exc:
                     self.on_send_error(exc)
                     return

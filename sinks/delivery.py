@@ -85,16 +85,17 @@ class DiscordDelivery:
     """Records typing calls, sends, pauses and refusals (``None``: nothing is recorded)."""
     signals: Observable[StopSignal] | None = None
     """The stream's stop signals (default: *stops*, when it is also observable, as a stop subject is)."""
-    _rng: random.Random = attrs.field(init=False)
+    _rng: random.Random | None = attrs.field(init=False, default=None)
+    """The pacing pauses' random part, seeded from ``config.render.seed``; made for the first pause."""
     _hurry: bool = attrs.field(init=False, default=False)
     """A user stop or an interrupt arrived: no more pacing pauses."""
-    _cut: Subject[None] = attrs.field(init=False, factory=Subject)
-    """Fires when a stop cuts the pause in progress."""
+    _cut: Subject[None] | None = attrs.field(init=False, default=None)
+    """Fires when a stop cuts the pause in progress; made for the first pause (a subject, its
+    lock and its list held for the stream's life by every delivery, when most never pause)."""
     _dropped: bool = attrs.field(init=False, default=False)
     """An interrupt discarded at least one message."""
 
     def __attrs_post_init__(self) -> None:
-        self._rng = random.Random(self.config.render.seed)
         signals = self.signals
         if signals is None and isinstance(self.stops, Observable):
             signals = self.stops
@@ -115,7 +116,8 @@ class DiscordDelivery:
         if kind is not StopKind.USER and self.stopped is None:
             self.stopped = kind
             _log.info("delivery interrupted: {kind}; queued messages discarded", kind=kind.value)
-        self._cut.on_next(None)
+        if self._cut is not None:
+            self._cut.on_next(None)
 
     def _outcome(self) -> StopKind | None:
         """The stop to report on a delivery: an interrupt only when it discarded something."""
@@ -209,9 +211,13 @@ class DiscordDelivery:
     def _pause(self, length: int) -> Observable[SentMessage | None]:
         # Typing, then a delay scaled to the message length plus a seeded random pause; a stop
         # cuts the pause at once (and skips those not yet started).
+        if self._rng is None:
+            self._rng = random.Random(self.config.render.seed)
         delay = min(_TYPING_CAP, length * _TYPING_SECONDS_PER_CHAR) + self._rng.uniform(0.0, 0.6)
         if self._hurry:
             return reactivex.empty()
+        if self._cut is None:
+            self._cut = Subject()
         typing: Observable[Any] = from_coro(self._typing)
         wait: Observable[Any] = reactivex.timer(delay).pipe(ops.take_until(self._cut))
         if self.timeline is not None:
