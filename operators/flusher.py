@@ -137,7 +137,7 @@ class Flusher:
     capped: bool = attrs.field(init=False, default=False)
     """Whether ``config.max_flushes`` TEXT segments were released (nothing more will be)."""
     _live: bool = attrs.field(init=False, default=False)
-    _scanner: MarkdownScanner = attrs.field(init=False, factory=MarkdownScanner)
+    _scanner: MarkdownScanner = attrs.field(init=False)
     _carry: str = attrs.field(init=False, default="")
     _mode: int = attrs.field(init=False, default=_VISIBLE)
     # The lists below are ``None`` while empty (most of a stream's life: a live stream holds
@@ -163,10 +163,13 @@ class Flusher:
 
     def __attrs_post_init__(self) -> None:
         self._live = self.config.delivery is DeliveryMode.LIVE
-        if not self._live:
+        # Only the open fence is read here, never the spans of the blocks passed: none is kept.
+        if self._live:
+            self._scanner = MarkdownScanner(fence_spans=False)
+        else:
             # Aggregated text is cut by stage 07 once, after cleaning: here only the fences,
             # tables and code state matter, so no cut point is recorded.
-            self._scanner = MarkdownScanner(cuts=NullCuts())
+            self._scanner = MarkdownScanner(cuts=NullCuts(), fence_spans=False)
 
     # -- public --------------------------------------------------------------------------------------------
 

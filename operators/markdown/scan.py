@@ -271,6 +271,9 @@ class MarkdownScanner:
     _cjk: bool = False
     quiet_path: bool = attrs.field(default=True, kw_only=True)
     """Read plain prose a word at a time (``False``: a character at a time; the same result, slower)."""
+    fence_spans: bool = attrs.field(default=True, kw_only=True)
+    """Record ``fences`` (``False``: a reader of the open ``fence`` only, such as the live flusher,
+    does not keep a span per block for as long as its stream lasts)."""
 
     # -- public --------------------------------------------------------------------------------------------
 
@@ -561,11 +564,12 @@ class MarkdownScanner:
             self.fence = fence
             self.pos = start + len(line) + (0 if eof else 1)
             self._content_start = self.pos
-            span = FenceSpan(start, self.pos, None, fence)
-            if self._fences is None:
-                self._fences = [span]
-            else:
-                self._fences.append(span)
+            if self.fence_spans:
+                span = FenceSpan(start, self.pos, None, fence)
+                if self._fences is None:
+                    self._fences = [span]
+                else:
+                    self._fences.append(span)
             self._code = self._ticks = 0
             self._ws_start = -1
             self._kind = _HEAD
@@ -577,8 +581,8 @@ class MarkdownScanner:
         self.pos = start + len(line)
         if run >= open_fence.length and not body[run:].strip():
             fences = self._fences
-            assert fences is not None  # (the block being closed is in it)
-            fences[-1] = attrs.evolve(fences[-1], end=start)
+            if fences is not None:  # (``fence_spans``: the block being closed is the last one)
+                fences[-1] = attrs.evolve(fences[-1], end=start)
             self.fence = None
             self._ws_start = start + len(line.rstrip())
             self._ws_nl = 0

@@ -86,6 +86,21 @@ def test_live_markdown_lists_exist_only_while_used() -> None:
     assert _containers(flusher) <= 5
 
 
+def test_code_blocks_passed_leave_nothing_behind() -> None:
+    """The flusher reads only the open fence: a stream of many blocks holds what one does.
+
+    Before, its scanner kept a span and a fence per block for as long as the stream lasted
+    (82 containers after 40 blocks, live; now 1).
+    """
+    for config in (LIVE, AGG):
+        flusher = Flusher(config)
+        after = []
+        for k in range(40):
+            flusher.push(f"Step {k}, then code:\n\n```py\nx = {k}\n```\n\nAnd prose after it. ")
+            after.append(_containers(flusher))
+        assert max(after) <= 3, (config.delivery, after)
+
+
 def test_aggregated_holds_two_lists() -> None:
     """Aggregated text is held by the buffer and as text not scanned yet, nothing else (before: 16)."""
     held = _fed_in_threes(Flusher(AGG), PROSE)
