@@ -45,7 +45,7 @@ def with_deadline(stops: Observable[StopSignal], seconds: float | None) -> Obser
     """
     if seconds is None:
         return stops
-    return _WithDeadline(stops, seconds, deadline_signal(seconds))
+    return _WithDeadline(stops, seconds)
 
 
 class _WithDeadline(LightObservable[StopSignal]):
@@ -56,18 +56,17 @@ class _WithDeadline(LightObservable[StopSignal]):
     subscriber's scheduler (the gate subscribes with the chain's).
     """
 
-    __slots__ = ("seconds", "signal", "stops")
+    __slots__ = ("seconds", "stops")
 
-    def __init__(self, stops: Observable[StopSignal], seconds: float, signal: StopSignal) -> None:
+    def __init__(self, stops: Observable[StopSignal], seconds: float) -> None:
         super().__init__()
         self.stops = stops
         self.seconds = seconds
-        self.signal = signal
 
     def _subscribe_core(
         self, observer: abc.ObserverBase[StopSignal], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        run = _Deadline(observer, self.signal, scheduler or TimeoutScheduler.singleton(), self.seconds)
+        run = _Deadline(observer, scheduler or TimeoutScheduler.singleton(), self.seconds)
         run.timer.poke()  # armed before the stops are subscribed, as the merge did
         return relay(self.stops, run, scheduler)
 
@@ -78,24 +77,20 @@ class _Deadline(Relay):
     The stops' observer and the subscription's disposable (disposing it also ends the timer).
     """
 
-    __slots__ = ("fired", "signal", "stops_done", "timer")
+    __slots__ = ("fired", "stops_done", "timer")
 
     def __init__(
-        self,
-        observer: abc.ObserverBase[StopSignal],
-        signal: StopSignal,
-        scheduler: abc.SchedulerBase,
-        seconds: float,
+        self, observer: abc.ObserverBase[StopSignal], scheduler: abc.SchedulerBase, seconds: float
     ) -> None:
         super().__init__(observer)
-        self.signal = signal
         self.fired = False
         self.stops_done = False
         self.timer = QuietTimer(scheduler, seconds, self.fire)
 
     def fire(self) -> None:
         self.fired = True
-        self.observer.on_next(self.signal)
+        # The signal is made when it fires: most streams end before their deadline.
+        self.observer.on_next(deadline_signal(self.timer.seconds))
         if self.stops_done:
             self.observer.on_completed()
 

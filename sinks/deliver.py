@@ -161,9 +161,9 @@ class _DeliverRun(Relay, Generic[_T]):
         finally:
             self.draining = False
 
-    def hold(self, sending: abc.DisposableBase) -> None:
+    def hold(self, sending: Relay) -> None:
         """The send just subscribed replaces the last (``SerialDisposable``'s rule, in a slot)."""
-        if self.closed:
+        if self.closed or sending.stopped:  # a send that already ended is not kept
             sending.dispose()
             return
         previous, self.inner = self.inner, sending
@@ -207,4 +207,7 @@ class _Sending(Relay):
         self.run.on_send_error(error)
 
     def completed(self) -> None:
-        self.run.start()
+        run = self.run
+        if run.inner is self:  # ended: nothing to cancel, not kept until the next send
+            run.inner = None
+        run.start()
