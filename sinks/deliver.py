@@ -63,9 +63,9 @@ class _Deliver(LightOperator[_T, Delivery]):
     __slots__ = ("merge", "send")
 
     def __init__(self, send: Callable[[_T], Observable[Delivery]], merge: Merge[_T] | None) -> None:
-        # A bound method (``DiscordDelivery.send``) is held as its function and object.
+        # Bound methods (``DiscordDelivery.send``, ``.merge``) are held as function and object.
         self.send = unbound(send)
-        self.merge = merge
+        self.merge = None if merge is None else unbound(merge)
 
     def subscribe_to(
         self,
@@ -101,7 +101,7 @@ class _DeliverRun(Relay, Generic[_T]):
     def __init__(
         self,
         send: tuple[Callable[..., Observable[Delivery]], Any],
-        merge: Merge[_T] | None,
+        merge: tuple[Callable[..., _T | None], Any] | None,
         observer: abc.ObserverBase[Delivery],
         scheduler: abc.SchedulerBase | None,
     ) -> None:
@@ -122,7 +122,8 @@ class _DeliverRun(Relay, Generic[_T]):
         queue, merge = self.queue, self.merge
         item = queue.popleft()
         while merge is not None and queue:
-            merged = merge(item, queue[0])
+            function, of = merge
+            merged = function(of, item, queue[0])
             if merged is None:
                 break
             queue.popleft()
