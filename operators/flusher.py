@@ -150,6 +150,9 @@ class Flusher:
     _fed: int = attrs.field(init=False, default=0)
     _reopen: str = attrs.field(init=False, default="")
     _quoted: bool = attrs.field(init=False, default=False)
+    _prefix: int = attrs.field(init=False, default=0)
+    """What the next segment starts with before its text (``_reopen``, the quote marker), counted once
+    per release instead of at every delta."""
     _best: tuple[int, ...] = attrs.field(init=False, default=_NO_BEST)
     _best_fenced: Cut | None = attrs.field(init=False, default=None)
     _side: list[Segment] | None = attrs.field(init=False, default=None)
@@ -434,9 +437,8 @@ class Flusher:
     def _room(self) -> int:
         """Characters that fit before the held text reaches a message (a fence close included)."""
         fence = self._scanner.fence
-        limit = self.config.message_limit - (len(fence.close) if fence is not None else 0)
-        held = len(self._reopen) + (len(QUOTE) if self._quoted else 0) + self._fed - self._base
-        return limit - held
+        limit = self.config.message_limit if fence is None else self.config.message_limit - len(fence.close)
+        return limit - self._prefix - self._fed + self._base
 
     def _drain(self) -> None:
         """Take the scanner's new cut points; release at paragraph breaks (live).
@@ -504,7 +506,7 @@ class Flusher:
                 candidates.append(fenced)
             if not candidates:
                 return
-            budget = self.config.message_limit - len(self._reopen) - (len(QUOTE) if self._quoted else 0)
+            budget = self.config.message_limit - self._prefix
             ranked = sorted(
                 ((c.end, rank(c.level, c.fence is not None), c) for c in candidates),
                 key=_by_end,
@@ -540,11 +542,12 @@ class Flusher:
         self._reopen = fence.reopen(self.config.message_limit) if fence is not None else ""
         quote_from = self._scanner.quote_from
         self._quoted = quote_from is not None and quote_from < upto
+        self._prefix = len(self._reopen) + (len(QUOTE) if self._quoted else 0)
         best = self._best
-        if any(best[at] >= 0 and best[at + 1] <= upto for at in range(0, len(best), 2)):
-            self._best = tuple(
-                -1 if best[at - at % 2 + 1] <= upto else value for at, value in enumerate(best)
-            )
+        for at in range(1, len(best), 2):
+            if 0 <= best[at] <= upto:
+                self._best = _forget(best, upto)
+                break
         if self._best_fenced is not None and self._best_fenced.start <= upto:
             self._best_fenced = None
         close = fence.close if fence is not None else ""
@@ -631,6 +634,15 @@ class Flusher:
             return []
         self._out = None
         return out
+
+
+def _forget(best: tuple[int, ...], upto: int) -> tuple[int, ...]:
+    """``Flusher._best`` without the cut points whose text after them starts at or before *upto*."""
+    kept = list(best)
+    for at in range(1, len(kept), 2):
+        if kept[at] <= upto:
+            kept[at - 1] = kept[at] = -1
+    return tuple(kept)
 
 
 def _by_end(candidate: tuple[int, int, Cut]) -> tuple[int, int]:

@@ -8,8 +8,10 @@ the middle of prose holds the text it has not released and little else.
 
 from __future__ import annotations
 
+import cProfile
 import enum
 import gc
+import pstats
 from collections import Counter
 
 from rxcord.core.config import StreamConfig
@@ -124,3 +126,29 @@ def test_first_cut_lets_its_scanner_go_once_found() -> None:
     assert first.feed(" More words") == len("Hello there.")
     assert not _held(first)
     assert first.feed("and more") == len("Hello there.")
+
+
+def _calls_per_delta(config: StreamConfig) -> float:
+    deltas = [
+        ("ends here. " if k % 5 == 4 else "word ") + ("\n\n" if k % 40 == 39 else "") for k in range(2000)
+    ]
+    flusher = Flusher(config)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        for delta in deltas:
+            flusher.push(delta)
+        flusher.flush(final=True)
+    finally:
+        profiler.disable()
+    calls: int = pstats.Stats(profiler).total_calls  # type: ignore[attr-defined]
+    return calls / len(deltas)
+
+
+def test_calls_per_delta() -> None:
+    """The lazy lists cost no call per delta; the held prefix is counted once per release.
+
+    Counted with cProfile (calls, not time): live 30.2 -> 27.4, aggregated 16.1 -> 15.0.
+    """
+    assert _calls_per_delta(LIVE) <= 29
+    assert _calls_per_delta(AGG) <= 15.5
