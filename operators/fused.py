@@ -106,7 +106,11 @@ def _fed(stages: Sequence[Transducer], item: Any) -> Sequence[Any]:
     """What *item* becomes through *stages* in order (what stage *i* emits is fed to *i + 1*)."""
     items: Sequence[Any] = (item,)
     for stage in stages:
-        items = stage.feed(items[0]) if len(items) == 1 else [out for one in items for out in stage.feed(one)]
+        match items:  # one item (the common case) is told apart with no call
+            case [one]:
+                items = stage.feed(one)
+            case _:
+                items = [out for one in items for out in stage.feed(one)]
         if not items:
             return ()
     return items
@@ -128,11 +132,13 @@ def _finished(stages: Sequence[Transducer]) -> list[Any]:
 class _FusedRun(Relay):
     """One subscription of a fusable operator: its stages' transducers, fed what the source sends."""
 
-    __slots__ = ("stages",)
+    __slots__ = ("lone", "stages")
 
     def __init__(self, observer: abc.ObserverBase[Any], stages: tuple[Transducer, ...]) -> None:
         super().__init__(observer)
         self.stages = stages
+        self.lone = stages[0] if len(stages) == 1 else None
+        """The only stage, fed directly (no call of the chain's loop per item); ``None``: fused stages."""
 
     def on_next(self, item: Any) -> None:
         if self.stopped:
@@ -140,10 +146,9 @@ class _FusedRun(Relay):
         if isinstance(item, Batch):
             self.on_batch(item)
             return
-        stages = self.stages
+        lone = self.lone
         try:
-            # A lone stage is fed directly: no call of the chain's loop per item.
-            out = stages[0].feed(item) if len(stages) == 1 else _fed(stages, item)
+            out = lone.feed(item) if lone is not None else _fed(self.stages, item)
         except Exception as exc:
             self.on_error(exc)
             return
@@ -154,10 +159,10 @@ class _FusedRun(Relay):
     def on_batch(self, batch: Batch[Any]) -> None:
         produced: list[Any] = []
         extend = produced.extend
-        stages = self.stages
+        lone, stages = self.lone, self.stages
         try:
-            if len(stages) == 1:
-                feed = stages[0].feed
+            if lone is not None:
+                feed = lone.feed
                 for item in batch:
                     extend(feed(item))
             else:

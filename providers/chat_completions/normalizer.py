@@ -356,7 +356,8 @@ class ChatCompletionsNormalizer:
         if content is not None and type(content) is not str:
             return None
         thoughts: list[ThoughtLogEntry] = []
-        beside_content = len(delta) > 2 or (len(delta) == 2 and "role" not in delta) or not content
+        fields = len(delta)
+        beside_content = fields > 2 or (fields == 2 and "role" not in delta) or not content
         if beside_content and not self._flat_reasoning(delta, thoughts):
             # Anything beside the content (and a role) that is not flat reasoning: the general path.
             return None
@@ -517,15 +518,12 @@ class ChatCompletionsNormalizer:
             self._call_delta({"index": 0, "function": legacy}, 0)
 
     def _is_resend(self, content: str) -> bool:
-        if (
-            len(content) >= _RESEND_MIN
-            and len(content) == self._content_len
-            and self._content.getvalue() == content
-        ):
+        size = len(content)  # once: this runs on every delta
+        if size >= _RESEND_MIN and size == self._content_len and self._content.getvalue() == content:
             _log.debug("{provider}: dropped a delta resending the whole content", provider=self.provider)
             return True
         self._content.append(content)
-        self._content_len += len(content)
+        self._content_len += size
         return False
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[ThoughtLogEntry]:
