@@ -136,9 +136,10 @@ class _FusedRun(Relay):
 
     def __init__(self, observer: abc.ObserverBase[Any], stages: tuple[Transducer, ...]) -> None:
         super().__init__(observer)
-        self.stages = stages
-        self.lone = stages[0] if len(stages) == 1 else None
+        lone = stages[0] if len(stages) == 1 else None
+        self.lone = lone
         """The only stage, fed directly (no call of the chain's loop per item); ``None``: fused stages."""
+        self.stages = stages if lone is None else ()  # a lone stage keeps no tuple either
 
     def on_next(self, item: Any) -> None:
         if self.stopped:
@@ -177,8 +178,9 @@ class _FusedRun(Relay):
             self.observer.on_next(_batch_of(produced))
 
     def completed(self) -> None:
+        lone = self.lone
         try:
-            out = _finished(self.stages)
+            out = lone.finish() if lone is not None else _finished(self.stages)
         except Exception as exc:
             self.observer.on_error(exc)
             return
