@@ -282,19 +282,20 @@ class _Chain:
         return _finished(self._stages)
 
 
-class _ChainFactory:
-    """The factory of fused stages: the stages' factories, called in order per subscription."""
+class _ChainFactory(tuple[TransducerFactory, ...]):
+    """The factory of fused stages: the stages' factories, called in order per subscription.
 
-    __slots__ = ("_factories",)
+    A tuple itself (the factories inline, no second object per stream: the chain is built per
+    stream and holds this for the stream's life).
+    """
 
-    def __init__(self, factories: tuple[TransducerFactory, ...]) -> None:
-        self._factories = factories
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"fused{self._factories!r}"
+        return f"fused{tuple(self)!r}"
 
     def stages(self) -> tuple[Transducer, ...]:
-        return tuple([make() for make in self._factories])
+        return tuple([make() for make in self])
 
     def __call__(self) -> _Chain:
         return _Chain(self.stages())
@@ -304,5 +305,5 @@ def fuse(stages: Sequence[Fusable]) -> Fusable:
     """One fusable operator that runs *stages* in order (see the module docstring)."""
     if len(stages) == 1:
         return stages[0]
-    factories = tuple(stage.factory for stage in stages)
-    return Fusable(_ChainFactory(factories), "+".join(stage.name for stage in stages))
+    factories = _ChainFactory(stage.factory for stage in stages)
+    return Fusable(factories, "+".join(stage.name for stage in stages))
