@@ -58,9 +58,10 @@ from __future__ import annotations
 __all__ = ("TransportConfig", "TransportStats", "is_custom_endpoint", "stream_source")
 
 import asyncio
-import contextlib
+import contextvars
 import ipaddress
 import ssl
+import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal, overload
@@ -70,7 +71,6 @@ import attrs
 import reactivex
 from loguru import logger
 from reactivex import abc
-from reactivex.disposable import Disposable
 from yarl import URL
 
 from rxcord.core import safe_json
@@ -82,7 +82,7 @@ from rxcord.core.errors import (
     SsrfRefusedError,
     UndecodableBodyError,
 )
-from rxcord.core.inflate import ACCEPT_ENCODING, body_inflater, body_reader
+from rxcord.core.inflate import ACCEPT_ENCODING, Inflater, body_inflater, body_reader
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
 from rxcord.providers.base import HttpRequest, ProviderAdapter
@@ -96,6 +96,15 @@ from rxcord.providers.ssrf import SsrfGuard, endpoint_host, endpoint_url, is_cus
 _log = logger.bind(stage="02-transport")
 
 _TRANSIENT = (ErrorType.API_ERROR, ErrorType.TIMEOUT)
+_FAILURES = (
+    SsrfRefusedError,
+    SseLineTooLongError,
+    UndecodableBodyError,
+    aiohttp.ClientError,
+    TimeoutError,
+    OSError,
+)
+"""What an attempt may raise that is the attempt's failure (offered as its error chunk), not a bug."""
 
 BATCH_EVENTS: Final = 64
 """The most SSE events decoded and emitted as one batch (a network read may hold more)."""
@@ -190,16 +199,39 @@ class TransportStats:
     """The socket reader's connections (each is closing once its attempt is over)."""
 
 
-class _Commit:
-    """Per-attempt commitment bookkeeping."""
+class _Attempt:
+    """One attempt: its commitment bookkeeping and, once its events are read, their feed.
 
-    __slots__ = ("committed", "cut", "failed", "held", "held_bytes", "in_events", "last", "seen", "terminal")
+    One slots object per attempt holds what a bookkeeping object and a feeding closure
+    (nine cells, a second closure for the end) held before. Called with each body piece
+    (an ``OnPiece``: ``True`` stops reading), from the read loop or pushed from the socket
+    reader's ``data_received``; a piece larger than ``READ_SLICE`` is parsed a slice at a
+    time, so its events' bytes are not all copied at once.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "committed",
+        "cut",
+        "failed",
+        "held",
+        "held_bytes",
+        "in_events",
+        "last",
+        "parser",
+        "pump",
+        "seen",
+        "terminal",
+        "total",
+        "watch",
+    )
+
+    def __init__(self, pump: _Pump) -> None:
+        self.pump = pump
         self.committed = False
         self.seen = 0
         """Event chunks read in this attempt (none at the end: an empty stream)."""
-        self.held: list[RawStreamChunk] = []
+        self.held: list[RawStreamChunk] | None = None
+        """Chunks held before commitment (``None`` until the first: a live attempt usually holds none)."""
         self.held_bytes = 0
         """Body bytes read while not committed (the bound's measure)."""
         self.in_events = False
@@ -212,6 +244,69 @@ class _Commit:
         """The latest event chunk (a stream whose last event is an error ended with it)."""
         self.failed: tuple[ProviderError, RawStreamChunk] | None = None
         """The rejection that ended the attempt before commitment (and its chunk)."""
+        self.parser: SseParser | None = None
+        """The event stream's parser (from ``begin_events``)."""
+        self.total = 0
+        """Body bytes of the event stream so far (after decompression)."""
+        self.watch: IdleWatch | None = None
+
+    def take_held(self) -> list[RawStreamChunk]:
+        """What is held, no longer held."""
+        held, self.held = self.held, None
+        return held if held is not None else []
+
+    def begin_events(self, watch: IdleWatch) -> None:
+        """The body is an event stream: parse what comes, every piece progress for *watch*."""
+        self.parser = SseParser(max_line_bytes=self.pump.cfg.max_line_bytes)
+        self.watch = watch
+        self.in_events = True
+
+    def __call__(self, piece: bytes) -> bool:
+        """Take one piece of the event stream's body; ``True``: stop reading."""
+        pump, parser, watch = self.pump, self.parser, self.watch
+        assert parser is not None and watch is not None  # begin_events came first
+        watch.touch()
+        size = len(piece)
+        total = self.total = self.total + size
+        cfg = pump.cfg
+        if total > cfg.max_stream_bytes:
+            pump.offer(
+                [_malformed(pump.adapter.name, f"stream exceeded {cfg.max_stream_bytes} bytes", "")], self
+            )
+            return True
+        if not self.committed:
+            self.held_bytes = total
+            if total > cfg.max_held_bytes:
+                pump.commit_past_bound(self)
+        feed = parser.feed_raw
+        if size <= READ_SLICE:
+            return pump.events(feed(piece), self)
+        return any(
+            pump.events(feed(piece[start : start + READ_SLICE]), self) for start in range(0, size, READ_SLICE)
+        )
+
+    def end(self) -> None:
+        """The body ended: an event still pending was cut off (see the SSE parser)."""
+        assert self.parser is not None
+        if not self.pump.events(self.parser.close_raw(), self, at_end=True):
+            self.pump.end_of_events(self)
+
+
+class _Inflating:
+    """A pushed compressed body: each piece inflated in bounded steps into the attempt.
+
+    An object, not a closure: a closure's variables would be cells of the coroutine that
+    makes it, held for the stream's life even when the body is not compressed.
+    """
+
+    __slots__ = ("attempt", "inflater")
+
+    def __init__(self, attempt: _Attempt, inflater: Inflater) -> None:
+        self.attempt, self.inflater = attempt, inflater
+
+    def __call__(self, piece: bytes) -> bool:
+        # Every bounded step is checked before the next one is inflated.
+        return any(self.attempt(out) for out in self.inflater.feed(piece))
 
 
 @attrs.frozen
@@ -297,38 +392,101 @@ def stream_source(
     """
     cfg = config or TransportConfig()
     redact = redactor if redactor is not None else Redactor.of(*credentials_in(request.headers, request.url))
+    return _Source(
+        adapter,
+        request,
+        session=session,
+        cfg=cfg,
+        stats=stats,
+        on_closed=on_closed,
+        redact=redact,
+        batched=batched,
+    )
 
-    def subscribe(
-        observer: abc.ObserverBase[RawStreamChunk], scheduler: abc.SchedulerBase | None = None
+
+class _Source(reactivex.Observable[Any]):
+    """``stream_source``'s observable: one object holding what each subscription starts from.
+
+    ``reactivex.create`` would hold a subscribe closure (eight cells) and the ``Observable``'s
+    ``RLock`` for as long as the stream lives; this observable subscribes itself
+    (``_subscribe_core``, what ``Observable.subscribe`` and the light hops call) and makes the
+    lock only when an operator asks for it.
+    """
+
+    _subscribe = None
+
+    def __init__(
+        self,
+        adapter: ProviderAdapter,
+        request: HttpRequest,
+        *,
+        session: aiohttp.ClientSession | None,
+        cfg: TransportConfig,
+        stats: TransportStats | None,
+        on_closed: Callable[[], None] | None,
+        redact: Redactor,
+        batched: bool,
+    ) -> None:
+        # Observable.__init__ is not called: it would make the lock (see __getattr__).
+        self.adapter, self.request, self.session, self.cfg = adapter, request, session, cfg
+        self.stats, self.on_closed, self.redact, self.batched = stats, on_closed, redact, batched
+
+    def __getattr__(self, name: str) -> Any:
+        # Operators that lock their source (delay, take_while, with_latest_from) get the lock
+        # Observable.__init__ would have made, on first use.
+        if name != "lock":
+            raise AttributeError(name)
+        lock = self.lock = threading.RLock()
+        return lock
+
+    def _subscribe_core(
+        self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
+        return _Pump(self, observer)
+
+
+class _Pump(abc.DisposableBase):
+    """One subscription: its task performs the attempts; disposing it cancels the task.
+
+    The pump is the subscription's disposable (no ``Disposable`` with its lock, no closure),
+    and its task runs in one context made here, which the idle bound's timer shares.
+    """
+
+    __slots__ = (
+        "adapter",
+        "batched",
+        "cfg",
+        "context",
+        "name",
+        "observer",
+        "on_closed",
+        "redact",
+        "request",
+        "session",
+        "stats",
+        "task",
+    )
+
+    def __init__(self, source: _Source, observer: abc.ObserverBase[Any]) -> None:
+        self.adapter, self.request, self.session = source.adapter, source.request, source.session
+        self.cfg, self.redact, self.batched = source.cfg, source.redact, source.batched
+        self.name = self.adapter.name
+        """The provider's name, read once (an adapter may compute it: the chunks carry it)."""
+        self.stats = source.stats or TransportStats()
+        self.observer = observer
+        self.on_closed = source.on_closed
+        self.context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        pump = _Pump(adapter, request, session, cfg, stats or TransportStats(), observer, redact, batched)
-        task = loop.create_task(pump.run(), name=f"rxcord:{adapter.name}")
-        if on_closed is not None:
+        self.task = loop.create_task(self.run(), name=f"rxcord:{self.adapter.name}", context=self.context)
+        if self.on_closed is not None:
+            self.task.add_done_callback(self._closed)
 
-            def closed(_: asyncio.Task[None]) -> None:
-                on_closed()
+    def dispose(self) -> None:
+        self.task.cancel()
 
-            task.add_done_callback(closed)
-
-        def dispose() -> None:
-            task.cancel()
-
-        return Disposable(dispose)
-
-    return reactivex.create(subscribe)
-
-
-@attrs.define
-class _Pump:
-    adapter: ProviderAdapter
-    request: HttpRequest
-    session: aiohttp.ClientSession | None
-    cfg: TransportConfig
-    stats: TransportStats
-    observer: abc.ObserverBase[Any]
-    redact: Redactor
-    batched: bool = False
+    def _closed(self, _: asyncio.Task[None]) -> None:
+        assert self.on_closed is not None
+        self.on_closed()
 
     def _send(self, chunks: list[RawStreamChunk]) -> None:
         """Emit *chunks*: one ``Batch`` (batched; a lone chunk as itself), or one item each."""
@@ -340,8 +498,39 @@ class _Pump:
             on_next(raw)
 
     async def run(self) -> None:
+        """The task: the attempts and their retries, then the observer's end.
+
+        One coroutine over the attempts (``_fetch``) and the read (``_read``): each layer
+        between the task and the socket's read is a frame resumed on every read.
+        """
         try:
-            await self._attempts()
+            degrader: Degrader | None = None
+            body: Mapping[str, Any] = self.request.body
+            transient_left, delay = self.cfg.transient_retries, self.cfg.backoff
+            while True:
+                attempt = _Attempt(self)
+                self.stats.attempts += 1
+                try:
+                    await self._fetch(body, attempt)
+                except _FAILURES as exc:
+                    self._failed(exc, attempt)
+                self._ended(attempt)
+                if attempt.failed is None:
+                    break
+                rejection, failed_raw = attempt.failed
+                if degrader is None and self.adapter.policy.enabled:
+                    # Made on the first rejection: most streams never need one.
+                    degrader = Degrader(self.request.body, self.adapter.policy)
+                retry_body = self._degraded(rejection, degrader)
+                if retry_body is not None:
+                    body = retry_body
+                    continue
+                if not self._transient(rejection, transient_left, delay):
+                    self._send([*attempt.take_held(), failed_raw])
+                    break
+                transient_left -= 1
+                await asyncio.sleep(delay)
+                delay *= 2
         except asyncio.CancelledError:
             raise
         except _DownstreamError as wrapped:  # an observer raising: never lost silently
@@ -352,55 +541,31 @@ class _Pump:
             return
         self.observer.on_completed()
 
-    async def _attempts(self) -> None:
-        policy = self.adapter.policy
-        degrader = Degrader(self.request.body, policy) if policy.enabled else None
-        body: Mapping[str, Any] = self.request.body
-        transient_left = self.cfg.transient_retries
-        delay = self.cfg.backoff
-        while True:
-            state = _Commit()
-            failed = await self._one_attempt(body, state)
-            if failed is None:
-                return
-            rejection, failed_raw = failed
-            retry_body = degrader.next_body(rejection) if degrader is not None else None
-            if retry_body is not None and self.stats.attempts < policy.max_attempts:
-                _log.warning(
-                    "{provider}: payload rejected ({kind}); retrying with a degraded body",
-                    provider=self.adapter.name,
-                    kind=rejection.type.value,
-                )
-                body = retry_body
-                continue
-            if rejection.retryable and rejection.type in _TRANSIENT and transient_left > 0:
-                transient_left -= 1
-                _log.warning(
-                    "{provider}: transient failure before output ({kind}); retry in {delay:.2f}s",
-                    provider=self.adapter.name,
-                    kind=rejection.type.value,
-                    delay=delay,
-                )
-                await asyncio.sleep(delay)
-                delay *= 2
-                continue
-            held, state.held = state.held, []
-            self._send([*held, failed_raw])
-            return
+    def _degraded(self, rejection: ProviderError, degrader: Degrader | None) -> Mapping[str, Any] | None:
+        """The degraded body to retry a rejected payload with, if the policy allows one."""
+        retry_body = degrader.next_body(rejection) if degrader is not None else None
+        if retry_body is None or self.stats.attempts >= self.adapter.policy.max_attempts:
+            return None
+        _log.warning(
+            "{provider}: payload rejected ({kind}); retrying with a degraded body",
+            provider=self.adapter.name,
+            kind=rejection.type.value,
+        )
+        return retry_body
 
-    async def _one_attempt(
-        self, body: Mapping[str, Any], state: _Commit
-    ) -> tuple[ProviderError, RawStreamChunk] | None:
-        """Run one attempt; return the rejection (and its chunk) if it failed before commitment."""
-        self.stats.attempts += 1
-        await self._fetch(body, state)
-        self._note_held(state)
-        if state.failed is not None:
-            return state.failed
-        self._emit_held(state)
-        return None
+    def _transient(self, rejection: ProviderError, left: int, delay: float) -> bool:
+        """Whether a transient failure before output is retried (after *delay*)."""
+        if not (rejection.retryable and rejection.type in _TRANSIENT and left > 0):
+            return False
+        _log.warning(
+            "{provider}: transient failure before output ({kind}); retry in {delay:.2f}s",
+            provider=self.adapter.name,
+            kind=rejection.type.value,
+            delay=delay,
+        )
+        return True
 
-    def _offer(self, batch: list[RawStreamChunk], state: _Commit) -> bool:
+    def offer(self, batch: list[RawStreamChunk], state: _Attempt) -> bool:
         """Take one read's chunks; ``True`` when the attempt failed before commitment (stop reading).
 
         Called from inside the read loop, so an exception from downstream is wrapped
@@ -408,9 +573,12 @@ class _Pump:
         """
         try:
             if state.committed:
-                self._send(batch)
+                if self.batched:  # the live path: ``_send`` inlined (one call less per read)
+                    self.observer.on_next(batch[0] if len(batch) == 1 else Batch(batch))
+                else:
+                    self._send(batch)
                 return False
-            adapter, held, bound = self.adapter, state.held, self.cfg.max_held_events
+            adapter, bound = self.adapter, self.cfg.max_held_events
             for index, raw in enumerate(batch):
                 rejection = adapter.rejection(raw)
                 if rejection is not None:
@@ -421,6 +589,9 @@ class _Pump:
                     # Committed: what was held, this chunk and the rest of the read, unchecked.
                     self._commit(state, batch[index:])
                     return False
+                held = state.held
+                if held is None:
+                    held = state.held = []
                 held.append(raw)
                 if len(held) >= bound:
                     # Past the bound (an event that carries nothing counts): commit, never grow.
@@ -430,83 +601,109 @@ class _Pump:
         except Exception as exc:
             raise _DownstreamError(exc) from exc
 
-    def _commit(self, state: _Commit, rest: list[RawStreamChunk]) -> None:
+    def _commit(self, state: _Attempt, rest: list[RawStreamChunk]) -> None:
         """Commit the attempt: what is held passes on, then *rest* (unchecked, as all that follows)."""
         state.committed = True
         self._note_held(state)
-        held, state.held = state.held, []
+        held = state.take_held()
         chunks = [*held, *rest] if held else rest
         if chunks:
             self._send(chunks)
 
-    def _note_held(self, state: _Commit) -> None:
+    def _note_held(self, state: _Attempt) -> None:
         stats = self.stats
-        stats.peak_held_events = max(stats.peak_held_events, len(state.held))
+        stats.peak_held_events = max(stats.peak_held_events, len(state.held or ()))
         stats.peak_held_bytes = max(stats.peak_held_bytes, state.held_bytes)
 
-    def _emit_held(self, state: _Commit) -> None:
-        held, state.held = state.held, []
-        if held:
-            self._send(held)
+    def _prepared(self, body: Mapping[str, Any]) -> tuple[URL, bool, bytes, dict[str, str]]:
+        """The attempt's URL (parsed once: the host checked is the host connected to), body and headers."""
+        url = endpoint_url(self.request.url)  # an InputError if unusable
+        custom = is_custom_endpoint(self.adapter, url)
+        data = encode_body(body)
+        self.stats.bodies_sent.append(data)
+        headers = {"Content-Type": "application/json", **self.request.headers}
+        if self.request.stream:
+            headers.setdefault("Accept", "text/event-stream")
+        # Decompressed here, in bounded steps (rxcord.core.inflate), not by aiohttp.
+        headers["Accept-Encoding"] = ACCEPT_ENCODING
+        return url, custom, data, headers
 
-    async def _fetch(self, body: Mapping[str, Any], state: _Commit) -> None:
+    def _refused(self, exc: Exception, state: _Attempt) -> None:
+        """A refusal raised before or while reading (SSRF, an SSE line too long, an unknown encoding)."""
+        name = self.adapter.name
+        if isinstance(exc, SsrfRefusedError):
+            error = _error(self.redact.text(str(exc)), retryable=False, code="ssrf_refused", original=exc)
+            self.offer([RawStreamChunk(provider=name, error=self.redact.error(error))], state)
+        elif isinstance(exc, SseLineTooLongError):
+            error = _error(str(exc), retryable=False, code="sse_line_too_long", original=exc)
+            self.offer([RawStreamChunk(provider=name, error=error)], state)
+        else:
+            self.offer([_malformed(name, self.redact.text(str(exc)), "")], state)
+
+    async def _fetch(self, body: Mapping[str, Any], state: _Attempt) -> None:
         """Perform the attempt and offer its chunks: a batch per piece read from the network.
 
-        ``BATCH_EVENTS`` events at most per batch; errors come as one-chunk batches.
+        ``BATCH_EVENTS`` events at most per batch; errors come as one-chunk batches. Through
+        the socket reader, or aiohttp: the caller's session or one of its own (an SSRF-pinned
+        connector), read here (no helper coroutine between the task and the reads).
         """
-        name = self.adapter.name
+        url, custom, data, headers = self._prepared(body)
+        # The socket reader gives up only on a response it does not serve (then aiohttp reads it).
+        if self._uses_socket(custom) and await self._fetch_socket(url, custom, data, headers, state):
+            return
+        session = await self._session(url, custom)
+        # The first-byte bound, then the idle bound between pieces, on one timer (IdleWatch).
+        watch = IdleWatch(self.cfg.first_byte_timeout, context=self.context).start()
+        response: aiohttp.ClientResponse | None = None
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                # Parsed once (an InputError if unusable): the host checked is the host connected to.
-                url = endpoint_url(self.request.url)
-                custom = is_custom_endpoint(self.adapter, url)
-                data = encode_body(body)
-                self.stats.bodies_sent.append(data)
-                headers = {"Content-Type": "application/json", **self.request.headers}
-                if self.request.stream:
-                    headers.setdefault("Accept", "text/event-stream")
-                # Decompressed here, in bounded steps (rxcord.providers.inflate), not by aiohttp.
-                headers["Accept-Encoding"] = ACCEPT_ENCODING
-                # The socket reader gives up only on a response it does not serve (then aiohttp reads it).
-                if self._uses_socket(custom) and await self._fetch_socket(url, custom, data, headers, state):
-                    return
-                session = await self._session(stack, url, custom)
-                # The idle bound between pieces is IdleWatch's (one timer per bound, not one per read).
-                timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.connect_timeout)
-                async with asyncio.timeout(self.cfg.first_byte_timeout):
-                    response = await stack.enter_async_context(
-                        session.request(
-                            self.request.method,
-                            url,
-                            data=data,
-                            headers=headers,
-                            timeout=timeout,
-                            allow_redirects=False,
-                            auto_decompress=False,
-                            ssl=self.cfg.tls if self.cfg.tls is not None else True,
-                        )
-                    )
-                stack.callback(self._mark_closed)
-                self.stats.readers.append("aiohttp")
-                async with IdleWatch(self.cfg.idle_timeout) as watch:
-                    read = response.content.readany
-                    await self._read(
-                        _Answer(response.status, response.headers, response.url, read), state, watch
-                    )
-        except asyncio.CancelledError:
+            response = await session.request(
+                self.request.method,
+                url,
+                data=data,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.connect_timeout),
+                allow_redirects=False,
+                auto_decompress=False,
+                ssl=self.cfg.tls if self.cfg.tls is not None else True,
+            )
+            self.stats.readers.append("aiohttp")
+            watch.rebound(self.cfg.idle_timeout)
+            answer = _Answer(response.status, response.headers, response.url, response.content.readany)
+            await self._read(answer, state, watch)
+        except asyncio.CancelledError as exc:
+            if watch.stop(asyncio.CancelledError):
+                raise TimeoutError from exc
             raise
-        except SsrfRefusedError as exc:
-            error = _error(self.redact.text(str(exc)), retryable=False, code="ssrf_refused", original=exc)
-            self._offer([RawStreamChunk(provider=name, error=self.redact.error(error))], state)
-        except SseLineTooLongError as exc:
-            error = _error(str(exc), retryable=False, code="sse_line_too_long", original=exc)
-            self._offer([RawStreamChunk(provider=name, error=error)], state)
-        except UndecodableBodyError as exc:
-            self._offer([_malformed(name, self.redact.text(str(exc)), "")], state)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        finally:
+            watch.stop(None)
+            await self._release(response, session)
+
+    async def _release(self, response: aiohttp.ClientResponse | None, session: aiohttp.ClientSession) -> None:
+        """The end of an aiohttp attempt: its response released, its own session closed."""
+        if response is not None:
+            # A body not read to its end closes the connection instead of pooling it.
+            response.release()
+            self._mark_closed()
+            await response.wait_for_close()
+        if session is not self.session:
+            await session.close()
+
+    def _ended(self, state: _Attempt) -> None:
+        """The attempt is over: what it held passes on, unless it failed before commitment."""
+        self._note_held(state)
+        if state.failed is None:
+            held = state.take_held()
+            if held:
+                self._send(held)
+
+    def _failed(self, exc: Exception, state: _Attempt) -> None:
+        """The attempt raised a transport failure: offered as its error chunk."""
+        if isinstance(exc, SsrfRefusedError | SseLineTooLongError | UndecodableBodyError):
+            self._refused(exc, state)
+        else:
             self._read_failed(exc, state)
 
-    def _read_failed(self, exc: Exception, state: _Commit) -> None:
+    def _read_failed(self, exc: Exception, state: _Attempt) -> None:
         """A failed connection; while the events are read (not a stall), it cut the stream."""
         name = self.adapter.name
         if state.in_events and not isinstance(exc, TimeoutError):
@@ -514,10 +711,10 @@ class _Pump:
                 return  # the end marker was read: closing the connection after it cuts nothing
             detail = self.redact.text(f"{type(exc).__name__}: {exc}")[:500]
             chunk = _cut(name, f"the connection failed before the stream's end marker ({detail})", exc)
-            self._offer([chunk], state)
+            self.offer([chunk], state)
             return
         error = self.redact.error(classify_exception(exc, provider=name))
-        self._offer([RawStreamChunk(provider=name, error=error)], state)
+        self.offer([RawStreamChunk(provider=name, error=error)], state)
 
     def _mark_closed(self) -> None:
         self.stats.closed = True
@@ -534,7 +731,7 @@ class _Pump:
         return custom and not _literal_host(endpoint_host(self.request.url))
 
     async def _fetch_socket(
-        self, url: URL, custom: bool, data: bytes, headers: dict[str, str], state: _Commit
+        self, url: URL, custom: bool, data: bytes, headers: dict[str, str], state: _Attempt
     ) -> bool:
         """The attempt through the socket reader: the SSRF guard's addresses, never a second lookup.
 
@@ -546,7 +743,10 @@ class _Pump:
             addresses = await self.cfg.ssrf_guard.check(
                 endpoint_host(url), allow_private_network=self.cfg.allow_private_network
             )
-        async with asyncio.timeout(self.cfg.first_byte_timeout):
+        # The first-byte bound, then the idle bound between pieces, on one timer (IdleWatch).
+        watch = IdleWatch(self.cfg.first_byte_timeout, context=self.context).start()
+        response: SocketResponse | None = None
+        try:
             response = await open_request(
                 self.request.method,
                 url,
@@ -557,21 +757,25 @@ class _Pump:
                 connect_timeout=self.cfg.connect_timeout,
                 on_transport=self.stats.sockets.append,
             )
-        if response is None:
-            return False
-        self.stats.readers.append("socket")
-        try:
-            async with IdleWatch(self.cfg.idle_timeout) as watch:
-                answer = _Answer(response.status, response.headers, response.url, response.read, response)
-                await self._read(answer, state, watch)
+            if response is None:
+                return False
+            self.stats.readers.append("socket")
+            watch.rebound(self.cfg.idle_timeout)
+            answer = _Answer(response.status, response.headers, response.url, response.read, response)
+            await self._read(answer, state, watch)
+        except asyncio.CancelledError as exc:
+            if watch.stop(asyncio.CancelledError):
+                raise TimeoutError from exc
+            raise
         finally:
-            response.close()
-            self._mark_closed()
+            watch.stop(None)
+            if response is not None:
+                response.close()
+                self._mark_closed()
         return True
 
-    async def _session(
-        self, stack: contextlib.AsyncExitStack, url: URL, custom: bool
-    ) -> aiohttp.ClientSession:
+    async def _session(self, url: URL, custom: bool) -> aiohttp.ClientSession:
+        """The caller's session, or one of the attempt's own (closed by ``_fetch_aiohttp``)."""
         connector: aiohttp.TCPConnector | None = None
         if custom:
             # Raises before any connection exists; a host name gets a connector pinned to the
@@ -581,10 +785,14 @@ class _Pump:
             )
         if connector is None and self.session is not None:
             return self.session
-        return await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
+        return aiohttp.ClientSession(connector=connector)
 
-    async def _read(self, answer: _Answer, state: _Commit, watch: IdleWatch) -> None:
-        """The response, read the same way whoever reads it."""
+    async def _read(self, answer: _Answer, state: _Attempt, watch: IdleWatch) -> None:
+        """The response, read the same way whoever reads it.
+
+        The event stream's read loop is here, awaiting the reads itself (no async generator
+        or helper coroutine between the socket and the chain: each layer is resumed per read).
+        """
         name = self.adapter.name
         status, response_headers, pushed = answer.status, answer.headers, answer.pushed
         ctype = response_headers.get("Content-Type", "")
@@ -597,7 +805,7 @@ class _Pump:
                 status, decoded, provider=name, headers=dict(response_headers), url=str(answer.url)
             )
             chunk = RawStreamChunk(provider=name, error=error, data=decoded, metadata={"status": status})
-            self._offer([chunk], state)
+            self.offer([chunk], state)
             return
         if 300 <= status < 400:
             # Redirects are never followed: a custom endpoint could bounce us to an unchecked host.
@@ -608,53 +816,37 @@ class _Pump:
                 code="redirect_refused",
                 status=status,
             )
-            self._offer([RawStreamChunk(provider=name, error=error, metadata={"status": status})], state)
+            self.offer([RawStreamChunk(provider=name, error=error, metadata={"status": status})], state)
             return
         if "text/event-stream" not in ctype:
             text = self.redact.text(await _read_capped(read, self.cfg.max_body_bytes, watch))
             decoded = _decode_json(text)
             if isinstance(decoded, str):
-                self._offer([_malformed(name, "response body is not JSON", text)], state)
+                self.offer([_malformed(name, "response body is not JSON", text)], state)
                 return
             metadata = {"complete": True, "status": status}
-            self._offer([RawStreamChunk(provider=name, data=decoded, metadata=metadata)], state)
+            self.offer([RawStreamChunk(provider=name, data=decoded, metadata=metadata)], state)
             return
         if pushed is not None:
             await self._push_events(pushed, encoding, state, watch)
             return
-        await self._read_events(read, state, watch)
-
-    async def _read_events(self, read: Read, state: _Commit, watch: IdleWatch) -> None:
-        """The event stream: one batch per network read, straight from the read loop downstream.
-
-        One coroutine awaits the reads (no async generator between the socket and the
-        chain: each layer costs a resumption per read).
-        """
-        on_piece, end = self._event_feeder(state, watch)
-        state.in_events = True
+        state.begin_events(watch)
         while piece := await read():
-            if on_piece(piece):
+            if state(piece):
                 return
-        end()
+        state.end()
 
     async def _push_events(
-        self, response: SocketResponse, encoding: str, state: _Commit, watch: IdleWatch
+        self, response: SocketResponse, encoding: str, state: _Attempt, watch: IdleWatch
     ) -> None:
         """The event stream pushed by the socket reader: each piece handled in ``data_received``.
 
-        The same handling as ``_read_events`` (``_event_feeder``), with the bounded inflater
-        fed instead of read; the task only waits for the end (or a stop, or a failure).
+        The same handling as the read loop (the attempt takes each piece), with the bounded
+        inflater fed instead of read; the task only waits for the end (or a stop, or a failure).
         """
-        on_plain, end = self._event_feeder(state, watch)
-        on_piece: OnPiece = on_plain
+        state.begin_events(watch)
         inflater = body_inflater(encoding, READ_SLICE)
-        if inflater is not None:
-
-            def on_piece(piece: bytes) -> bool:
-                # Every bounded step is checked before the next one is inflated.
-                return any(on_plain(out) for out in inflater.feed(piece))
-
-        state.in_events = True
+        on_piece: OnPiece = state if inflater is None else _Inflating(state, inflater)
         try:
             stopped = await response.stream(on_piece)
         except asyncio.CancelledError:
@@ -666,62 +858,23 @@ class _Pump:
         if stopped:
             return
         rest = inflater.finish() if inflater is not None else b""
-        if rest and on_plain(rest):
+        if rest and state(rest):
             return
-        end()
+        state.end()
 
-    def _event_feeder(self, state: _Commit, watch: IdleWatch) -> tuple[OnPiece, Callable[[], None]]:
-        """What takes each body piece (``True``: stop reading) and what ends the body.
-
-        A piece larger than ``READ_SLICE`` is parsed a slice at a time, so its events'
-        bytes are not all copied at once.
-        """
-        name = self.adapter.name
-        parser = SseParser(max_line_bytes=self.cfg.max_line_bytes)
-        total = 0
-        limit, hold = self.cfg.max_stream_bytes, self.cfg.max_held_bytes
-        touch = watch.touch
-        events = self._events
-        feed = parser.feed_raw
-
-        def on_piece(piece: bytes) -> bool:
-            nonlocal total
-            touch()
-            size = len(piece)
-            total += size
-            if total > limit:
-                self._offer([_malformed(name, f"stream exceeded {limit} bytes", "")], state)
-                return True
-            if not state.committed:
-                state.held_bytes = total
-                if total > hold:
-                    self._commit_past_bound(state)
-            if size <= READ_SLICE:
-                return events(feed(piece), state)
-            return any(
-                events(feed(piece[start : start + READ_SLICE]), state) for start in range(0, size, READ_SLICE)
-            )
-
-        def end() -> None:
-            # An event still pending at the end of the body was cut off (see the SSE parser).
-            if not events(parser.close_raw(), state, at_end=True):
-                self._end_of_events(state)
-
-        return on_piece, end
-
-    def _ends_in_error(self, state: _Commit) -> bool:
+    def _ends_in_error(self, state: _Attempt) -> bool:
         # An error event is a stream's last word (providers close after it): nothing was cut.
         return state.last is not None and self.adapter.rejection(state.last) is not None
 
-    def _commit_past_bound(self, state: _Commit) -> None:
-        # Bytes that carried nothing (blank lines, comments) count: past the bound, commit.
+    def commit_past_bound(self, state: _Attempt) -> None:
+        """Past the held-bytes bound: commit (bytes that carried nothing, blank lines, comments, count)."""
         try:
             self._commit(state, [])
         except Exception as exc:
             raise _DownstreamError(exc) from exc
 
-    def _events(
-        self, fields: list[tuple[bytes, str | None, str | None]], state: _Commit, *, at_end: bool = False
+    def events(
+        self, fields: list[tuple[bytes, str | None, str | None]], state: _Attempt, *, at_end: bool = False
     ) -> bool:
         """Decode and offer parsed events, ``BATCH_EVENTS`` at a time; ``True``: stop reading.
 
@@ -729,7 +882,7 @@ class _Pump:
         """
         if not fields:
             return False
-        name, redact, ends = self.adapter.name, self.redact, self.adapter.ends_stream
+        name, redact, ends = self.name, self.redact, self.adapter.ends_stream
         # At most BATCH_EVENTS decoded events at a time: their decoded JSON is several times
         # the bytes; downstream, each batch is done with before the next is decoded.
         for start in range(0, len(fields), BATCH_EVENTS):
@@ -742,21 +895,21 @@ class _Pump:
                     state.terminal = True
                 if at_end and batch[-1].error is not None and batch[-1].error.code == TRUNCATED:
                     state.cut = True
-                if self._offer(batch, state):
+                if self.offer(batch, state):
                     return True
             if done:
                 state.terminal = True
-                self._end_of_events(state)
+                self.end_of_events(state)
                 return True
         return False
 
-    def _end_of_events(self, state: _Commit) -> None:
+    def end_of_events(self, state: _Attempt) -> None:
         """The body ended (or ``[DONE]`` came): an empty stream, or one cut before its end marker."""
         if not state.seen:
-            self._offer([_empty(self.adapter.name)], state)
+            self.offer([_empty(self.adapter.name)], state)
         elif not (state.terminal or state.cut or self._ends_in_error(state)):
             message = "the stream ended between two events, before its end marker (a cut connection)"
-            self._offer([_cut(self.adapter.name, message)], state)
+            self.offer([_cut(self.adapter.name, message)], state)
 
 
 def _event_chunks(

@@ -18,9 +18,9 @@ class _CountingCallAt:
         self.real = loop.call_at
         self.calls = 0
 
-    def __call__(self, when: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+    def __call__(self, when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
         self.calls += 1
-        return self.real(when, callback, *args)
+        return self.real(when, callback, *args, **kwargs)
 
 
 async def test_touches_arm_no_timer_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
