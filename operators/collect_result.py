@@ -81,11 +81,12 @@ class ResultBuilder:
     def add(self, item: StreamState | Delivery) -> None:
         """Fold one state or delivery in."""
         if isinstance(item, StreamState):
-            self._add_state(item)
+            self.add_state(item)
         else:
-            self._add_delivery(item)
+            self.add_delivery(item)
 
-    def _add_state(self, state: StreamState) -> None:
+    def add_state(self, state: StreamState) -> None:
+        """Fold one state in."""
         self.last = state
         if state.delta:
             self.visible.append(state.delta)
@@ -94,7 +95,8 @@ class ResultBuilder:
         if state.function_call is not None:
             self.calls = _extended(self.calls, (state.function_call,))
 
-    def _add_delivery(self, delivery: Delivery) -> None:
+    def add_delivery(self, delivery: Delivery) -> None:
+        """Fold one delivery in."""
         segment = delivery.segment
         if delivery.messages:
             self.messages = _extended(self.messages, delivery.messages)

@@ -273,7 +273,8 @@ class _FlushRun(Relay):
             if status is StreamStatus.STREAMING:
                 if self.timer is not None and state.delta:
                     self.timer.poke()
-                self.emit(segments)
+                if segments or (self.flusher.capped and not self.signalled):  # most deltas: nothing
+                    self.emit(segments)
                 return
         self.end(state, segments)
 

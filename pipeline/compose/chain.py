@@ -125,12 +125,16 @@ class _Fan(Relay):
     def on_next(self, state: StreamState) -> None:
         if self.stopped:
             return
-        self.observer.on_next(state)
+        fold = self.observer
+        if not fold.done:  # ResultFold.on_next written out: one call per state, not three
+            fold.builder.add_state(state)
         if self.branch is not None:
             self.branch.on_next(state)
 
     def on_delivery(self, delivery: Delivery) -> None:
-        self.observer.on_next(delivery)
+        fold = self.observer
+        if not fold.done:
+            fold.builder.add_delivery(delivery)
 
     def on_branch_error(self, error: Exception) -> None:
         if not self.finished:
