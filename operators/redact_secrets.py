@@ -40,6 +40,7 @@ from __future__ import annotations
 
 __all__ = ("NAME", "TAIL", "redact_secrets", "tail_at_stop")
 
+import functools
 from collections.abc import Sequence
 from typing import Final
 
@@ -64,8 +65,15 @@ def redact_secrets(redactor: Redactor) -> Fusable:
 
     Returns:
         A fusable operator on processed chunks; fresh holdbacks per subscription (the
-        reasoning's at its first reasoning text).
+        reasoning's at its first reasoning text). The same value for equal redactors: it holds
+        no stream's state, and the chain, built per stream, would otherwise hold one per stream.
     """
+    return _shared(redactor)
+
+
+@functools.lru_cache(maxsize=32)
+def _shared(redactor: Redactor) -> Fusable:
+    # As many as ``rxcord.core.redact`` keeps automatons: a bot streams with the same key all day.
     return Fusable(_RedactingStage(redactor), NAME)
 
 
