@@ -17,6 +17,7 @@ __all__ = ("StreamJob", "build_stream", "run_stream", "stream_redactor", "stream
 
 import secrets
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 import aiohttp
 import attrs
@@ -32,12 +33,12 @@ from rxcord.core.config import Guards, StreamConfig, StreamContext
 from rxcord.core.errors import DiscordError, ProviderRequestDeniedError
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.request import ChatRequest
-from rxcord.core.state import StreamResult
+from rxcord.core.state import SentMessage, StreamResult
 from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import DeliveryMode, ProviderError
 from rxcord.io.locales import locale_scope
 from rxcord.operators.aio import drain
-from rxcord.operators.light import subscribe_light
+from rxcord.operators.light import Relay, relay
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
@@ -86,12 +87,64 @@ def stream_redactor(job: StreamJob) -> Redactor:
     )
 
 
+class _RedactedDescribe:
+    """*describe* with the secrets replaced in what it reads and in what it writes.
+
+    One slots object for the stream's life where a lambda held two cells and their tuple.
+    """
+
+    __slots__ = ("describe", "redactor")
+
+    def __init__(self, describe: Callable[[ProviderError], str], redactor: Redactor) -> None:
+        self.describe, self.redactor = describe, redactor
+
+    def __call__(self, error: ProviderError) -> str:
+        redactor = self.redactor
+        return redactor.text(self.describe(redactor.error(error)))
+
+
 def _redacted_describe(
     describe: Callable[[ProviderError], str], redactor: Redactor
 ) -> Callable[[ProviderError], str]:
-    if not redactor:
-        return describe
-    return lambda error: redactor.text(describe(redactor.error(error)))
+    return _RedactedDescribe(describe, redactor) if redactor else describe
+
+
+class _Reconciled(Relay):
+    """``chain.pipe(ops.map(reconcile))`` as one light hop: each result lists what Discord holds.
+
+    A kill can dispose a send's report: the delivery's own record (*held*) says what Discord
+    holds. The hop is the subscription's state, observer and disposable at once.
+    """
+
+    __slots__ = ("held",)
+
+    def __init__(self, observer: abc.ObserverBase[StreamResult], held: Sequence[SentMessage]) -> None:
+        super().__init__(observer)
+        self.held = held
+
+    def on_next(self, value: StreamResult) -> None:
+        if self.stopped:
+            return
+        try:
+            reconciled = held_messages(value, self.held)
+        except Exception as exc:  # as in ops.map: the stream's error
+            self.on_error(exc)
+            return
+        self.observer.on_next(reconciled)
+
+
+class _Reconcile:
+    """The subscribe function of ``build_stream``'s observable (one object, no closure cells)."""
+
+    __slots__ = ("chain", "held")
+
+    def __init__(self, chain: Observable[StreamResult], held: Sequence[SentMessage]) -> None:
+        self.chain, self.held = chain, held
+
+    def __call__(
+        self, observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        return relay(self.chain, _Reconciled(observer, self.held), scheduler)
 
 
 def build_stream(
@@ -155,22 +208,7 @@ def build_stream(
     )
     # A kill can dispose a send's report: the delivery's own record says what Discord holds.
     held = delivery.shown if isinstance(delivery, EditInPlaceDelivery) else delivery.held
-
-    def subscribe(
-        observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
-    ) -> abc.DisposableBase:
-        # ``chain.pipe(ops.map(reconcile))`` with one light subscriber (rxcord.operators.light).
-        def on_next(result: StreamResult) -> None:
-            try:
-                reconciled = held_messages(result, held)
-            except Exception as exc:  # as in ops.map
-                observer.on_error(exc)
-                return
-            observer.on_next(reconciled)
-
-        return subscribe_light(chain, on_next, observer.on_error, observer.on_completed, scheduler)
-
-    return Observable(subscribe)
+    return Observable(_Reconcile(chain, held))
 
 
 def _request_guards(job: StreamJob) -> Guards:
@@ -214,54 +252,59 @@ async def run_stream(
         if registry is not None
         else stops or StopHandle(job.context.channel_id)
     )
-    stream_id = secrets.token_hex(4)
+    # Entered by hand, left in the finally (harmless after an enter that raised): a ``with``
+    # would hold each block's bound __exit__ for the stream's life. No locale given binds
+    # none (the text already bound stays).
+    scope = logger.contextualize(stream_id=secrets.token_hex(4), channel_id=job.context.channel_id)
+    locale: AbstractContextManager[None] | None = None
     try:
-        with (
-            logger.contextualize(stream_id=stream_id, channel_id=job.context.channel_id),
-            locale_scope(job.context.locale),  # the notices' language (rxcord.io.locales)
-        ):
-            logger.bind(stage="04-run").info("stream start: {provider}", provider=job.adapter.name)
-            try:
-                hold = begin_hold(job.adapter.name, job.request)
-            except ProviderRequestDeniedError as denial:
-                return await _with_notice(job, denied_result(denial))
-            counters = stats if stats is not None else TransportStats()
-            # Denials first: with a translator registered any failure may be one, so the chain
-            # posts no notice and the one rule (rxcord.compose.notices) decides once it ended.
-            held = denial_translator_registered() and not job.config.defer_notice
-            run_job = attrs.evolve(job, config=attrs.evolve(job.config, defer_notice=True)) if held else job
-            chain = build_stream(
-                run_job, handle, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline
-            )
-            try:
-                results = await drain(chain)
-            except DiscordError as exc:
-                abandon(hold, sent=bool(counters.bodies_sent))
-                raise attrs.evolve(exc, message=stream_redactor(job).text(exc.message)) from None
-            except BaseException:
-                # An exception, a cancellation or a kill of the awaiting task: the hold never leaks.
-                abandon(hold, sent=bool(counters.bodies_sent))
-                raise
-            result = estimated_usage(results[-1], job.request.body, sent=bool(counters.bodies_sent))
-            if result.error is not None:
-                result = attrs.evolve(result, error=stream_redactor(job).error(result.error))
-            settle(
-                hold,
-                result,
-                sent=bool(counters.bodies_sent),
-                provider=job.adapter.name,
-                model=model_of(job.request),
-            )
-            if held:
-                result = await _with_notice(job, result)
-            logger.bind(stage="04-run").info(
-                "stream end: {status} after {chunks} chunks, {messages} messages",
-                status=result.status.value,
-                chunks=result.chunk_count,
-                messages=len(result.messages),
-            )
-            return result
+        scope.__enter__()
+        if job.context.locale is not None:
+            locale = locale_scope(job.context.locale)  # the notices' language (rxcord.io.locales)
+            locale.__enter__()
+        logger.bind(stage="04-run").info("stream start: {provider}", provider=job.adapter.name)
+        try:
+            hold = begin_hold(job.adapter.name, job.request)
+        except ProviderRequestDeniedError as denial:
+            return await _with_notice(job, denied_result(denial))
+        counters = stats if stats is not None else TransportStats()
+        # Denials first: with a translator registered any failure may be one, so the chain
+        # posts no notice and the one rule (rxcord.compose.notices) decides once it ended.
+        held = denial_translator_registered() and not job.config.defer_notice
+        run_job = attrs.evolve(job, config=attrs.evolve(job.config, defer_notice=True)) if held else job
+        chain = build_stream(run_job, handle, stats=counters, nonce_prefix=nonce_prefix, timeline=timeline)
+        try:
+            results = await drain(chain)
+        except DiscordError as exc:
+            abandon(hold, sent=bool(counters.bodies_sent))
+            raise attrs.evolve(exc, message=stream_redactor(job).text(exc.message)) from None
+        except BaseException:
+            # An exception, a cancellation or a kill of the awaiting task: the hold never leaks.
+            abandon(hold, sent=bool(counters.bodies_sent))
+            raise
+        result = estimated_usage(results[-1], job.request.body, sent=bool(counters.bodies_sent))
+        if result.error is not None:
+            result = attrs.evolve(result, error=stream_redactor(job).error(result.error))
+        settle(
+            hold,
+            result,
+            sent=bool(counters.bodies_sent),
+            provider=job.adapter.name,
+            model=model_of(job.request),
+        )
+        if held:
+            result = await _with_notice(job, result)
+        logger.bind(stage="04-run").info(
+            "stream end: {status} after {chunks} chunks, {messages} messages",
+            status=result.status.value,
+            chunks=result.chunk_count,
+            messages=len(result.messages),
+        )
+        return result
     finally:
+        if locale is not None:
+            locale.__exit__(None, None, None)
+        scope.__exit__(None, None, None)
         if registry is not None:
             registry.close(handle)
 
