@@ -61,7 +61,6 @@ import asyncio
 import contextvars
 import ipaddress
 import ssl
-import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal, overload
@@ -85,6 +84,7 @@ from rxcord.core.errors import (
 from rxcord.core.inflate import ACCEPT_ENCODING, Inflater, body_inflater, body_reader
 from rxcord.core.redact import Redactor, credentials_in
 from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
+from rxcord.operators.light import LightObservable
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
@@ -404,16 +404,14 @@ def stream_source(
     )
 
 
-class _Source(reactivex.Observable[Any]):
+class _Source(LightObservable[Any]):
     """``stream_source``'s observable: one object holding what each subscription starts from.
 
     ``reactivex.create`` would hold a subscribe closure (eight cells) and the ``Observable``'s
-    ``RLock`` for as long as the stream lives; this observable subscribes itself
-    (``_subscribe_core``, what ``Observable.subscribe`` and the light hops call) and makes the
-    lock only when an operator asks for it.
+    ``RLock`` for as long as the stream lives (``rxcord.operators.light.LightObservable``).
     """
 
-    _subscribe = None
+    __slots__ = ("adapter", "batched", "cfg", "on_closed", "redact", "request", "session", "stats")
 
     def __init__(
         self,
@@ -427,17 +425,9 @@ class _Source(reactivex.Observable[Any]):
         redact: Redactor,
         batched: bool,
     ) -> None:
-        # Observable.__init__ is not called: it would make the lock (see __getattr__).
+        super().__init__()
         self.adapter, self.request, self.session, self.cfg = adapter, request, session, cfg
         self.stats, self.on_closed, self.redact, self.batched = stats, on_closed, redact, batched
-
-    def __getattr__(self, name: str) -> Any:
-        # Operators that lock their source (delay, take_while, with_latest_from) get the lock
-        # Observable.__init__ would have made, on first use.
-        if name != "lock":
-            raise AttributeError(name)
-        lock = self.lock = threading.RLock()
-        return lock
 
     def _subscribe_core(
         self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None

@@ -38,7 +38,7 @@ from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import DeliveryMode, ProviderError
 from rxcord.io.locales import locale_scope
 from rxcord.operators.aio import drain
-from rxcord.operators.light import Relay, relay
+from rxcord.operators.light import LightObservable, Relay, relay
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
@@ -133,15 +133,16 @@ class _Reconciled(Relay):
         self.observer.on_next(reconciled)
 
 
-class _Reconcile:
-    """The subscribe function of ``build_stream``'s observable (one object, no closure cells)."""
+class _Reconcile(LightObservable[StreamResult]):
+    """``build_stream``'s observable: one object (no subscribe closure, no lock until asked for)."""
 
     __slots__ = ("chain", "held")
 
     def __init__(self, chain: Observable[StreamResult], held: Sequence[SentMessage]) -> None:
+        super().__init__()
         self.chain, self.held = chain, held
 
-    def __call__(
+    def _subscribe_core(
         self, observer: abc.ObserverBase[StreamResult], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         return relay(self.chain, _Reconciled(observer, self.held), scheduler)
@@ -208,7 +209,7 @@ def build_stream(
     )
     # A kill can dispose a send's report: the delivery's own record says what Discord holds.
     held = delivery.shown if isinstance(delivery, EditInPlaceDelivery) else delivery.held
-    return Observable(_Reconcile(chain, held))
+    return _Reconcile(chain, held)
 
 
 def _request_guards(job: StreamJob) -> Guards:
