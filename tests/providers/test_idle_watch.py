@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any
 
 import pytest
@@ -83,3 +84,70 @@ async def test_other_exceptions_pass_through_and_disarm() -> None:
         async with watch:
             raise KeyError("downstream")
     assert watch._handle is None
+
+
+async def test_a_later_bound_keeps_the_armed_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first-byte bound, then an idle bound ending later: one timer armed in all, none cancelled."""
+    loop = asyncio.get_running_loop()
+    counter = _CountingCallAt(loop)
+    monkeypatch.setattr(loop, "call_at", counter)
+    watch = IdleWatch(10.0).start()
+    handle = watch._handle
+    watch.rebound(10.0)  # later than the armed timer: it fires early and re-arms then
+    assert counter.calls == 1 and watch._handle is handle
+    assert handle is not None and not handle.cancelled()
+    assert watch.stop(None) is False
+    assert handle.cancelled() and watch._handle is None
+
+
+async def test_a_sooner_bound_re_arms() -> None:
+    loop = asyncio.get_running_loop()
+    watch = IdleWatch(3600.0).start()
+    first = watch._handle
+    watch.rebound(5.0)
+    assert first is not None and first.cancelled()
+    assert watch._handle is not None and watch._handle.when() == pytest.approx(loop.time() + 5.0, abs=1.0)
+    watch.rebound(None)  # no bound any more: nothing armed
+    assert watch._handle is None
+    watch.stop(None)
+
+
+async def test_the_timer_runs_in_the_context_given() -> None:
+    """The transport gives its task's context: the timer copies none of its own."""
+    mark: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="none")
+    context = contextvars.copy_context()
+    context.run(mark.set, "the task's")
+    watch = IdleWatch(3600.0, context=context).start()
+    handle = watch._handle
+    assert handle is not None and handle._context is context
+    seen: list[str] = []
+    context.run(lambda: seen.append(mark.get()))
+    assert seen == ["the task's"]
+    watch.stop(None)
+
+
+async def test_a_cancellation_of_someone_else_stays_a_cancellation() -> None:
+    """As asyncio.timeout: an expired bound becomes TimeoutError only if nobody else cancelled too."""
+    loop = asyncio.get_running_loop()
+
+    async def block() -> None:
+        async with IdleWatch(10.0) as watch:
+            watch.last = loop.time() - 11.0
+            watch._check()  # expired: the task is cancelled once by the watch
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()  # and once by someone else
+            await asyncio.sleep(3600)
+
+    task = asyncio.ensure_future(block())
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+
+
+async def test_touch_and_rebound_before_start_are_refused() -> None:
+    watch = IdleWatch(1.0)
+    with pytest.raises(RuntimeError):
+        watch.touch()
+    with pytest.raises(RuntimeError):
+        watch.rebound(1.0)
