@@ -113,7 +113,6 @@ READ_SLICE: Final = 16 * 1024
 TRUNCATED: Final = "truncated_stream"
 """``ProviderError.code`` of a stream that ended before its end marker (in or between events)."""
 
-_NO_SECRETS: Final = Redactor()
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 """The metadata of every SSE event chunk (shared: it is read-only)."""
 
@@ -217,6 +216,7 @@ class _Attempt:
         "held_bytes",
         "in_events",
         "last",
+        "loop",
         "parser",
         "pump",
         "seen",
@@ -249,6 +249,8 @@ class _Attempt:
         self.total = 0
         """Body bytes of the event stream so far (after decompression)."""
         self.watch: IdleWatch | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop whose clock the watch reads (``touch`` written out: one call less per read)."""
 
     def take_held(self) -> list[RawStreamChunk]:
         """What is held, no longer held."""
@@ -259,13 +261,14 @@ class _Attempt:
         """The body is an event stream: parse what comes, every piece progress for *watch*."""
         self.parser = SseParser(max_line_bytes=self.pump.cfg.max_line_bytes)
         self.watch = watch
+        self.loop = asyncio.get_running_loop()
         self.in_events = True
 
     def __call__(self, piece: bytes) -> bool:
         """Take one piece of the event stream's body; ``True``: stop reading."""
-        pump, parser, watch = self.pump, self.parser, self.watch
-        assert parser is not None and watch is not None  # begin_events came first
-        watch.touch()
+        pump, parser, watch, loop = self.pump, self.parser, self.watch, self.loop
+        assert parser is not None and watch is not None and loop is not None  # begin_events came first
+        watch.last = loop.time()  # IdleWatch.touch
         size = len(piece)
         total = self.total = self.total + size
         cfg = pump.cfg
@@ -451,6 +454,7 @@ class _Pump(abc.DisposableBase):
         "observer",
         "on_closed",
         "redact",
+        "redacts",
         "request",
         "session",
         "stats",
@@ -460,6 +464,7 @@ class _Pump(abc.DisposableBase):
     def __init__(self, source: _Source, observer: abc.ObserverBase[Any]) -> None:
         self.adapter, self.request, self.session = source.adapter, source.request, source.session
         self.cfg, self.redact, self.batched = source.cfg, source.redact, source.batched
+        self.redacts = bool(self.redact)
         self.name = self.adapter.name
         """The provider's name, read once (an adapter may compute it: the chunks carry it)."""
         self.stats = source.stats or TransportStats()
@@ -872,7 +877,8 @@ class _Pump(abc.DisposableBase):
         """
         if not fields:
             return False
-        name, redact, ends = self.name, self.redact, self.adapter.ends_stream
+        name, ends = self.name, self.adapter.ends_stream
+        redact = self.redact if self.redacts else None  # known once: no truth test per read
         # At most BATCH_EVENTS decoded events at a time: their decoded JSON is several times
         # the bytes; downstream, each batch is done with before the next is decoded.
         for start in range(0, len(fields), BATCH_EVENTS):
@@ -907,15 +913,16 @@ def _event_chunks(
     fields: list[tuple[bytes, str | None, str | None]],
     *,
     at_end: bool = False,
-    redact: Redactor = _NO_SECRETS,
+    redact: Redactor | None = None,
 ) -> tuple[list[RawStreamChunk], bool]:
     """The chunks of parsed events, up to ``[DONE]``; and whether ``[DONE]`` was seen.
 
     *at_end*: these events were still pending when the body ended; one that is not valid
-    JSON was cut off mid-event (a truncated body), which is reported as such.
+    JSON was cut off mid-event (a truncated body), which is reported as such. *redact*:
+    the secrets replaced in each event's bytes (``None``: there are none).
     """
     batch: list[RawStreamChunk] = []
-    scrub = redact.data if redact else None
+    scrub = redact.data if redact is not None else None
     for raw, event, _ in fields:
         # Redacted before decoding: a secret never reaches a decoded value.
         data = scrub(raw) if scrub is not None else raw
