@@ -27,7 +27,7 @@ Holds before commitment are bounded: once ``max_held_events`` chunks are held or
 and keepalives count: they are bytes read), the attempt commits: what is held passes
 on and is no longer held, so nothing grows and nothing is lost; the attempt is then
 no longer retried transparently. A compressed body is decompressed here, in steps of
-at most ``READ_SLICE`` bytes (``rxcord.providers.inflate``), so every bound is checked
+at most ``READ_SLICE`` bytes (``rxcord.core.inflate``), so every bound is checked
 after a bounded step.
 
 How a stream ends. Only the wire format's end marker ends it cleanly: ``data: [DONE]``
