@@ -42,6 +42,7 @@ BOT = StreamContext(channel_id="7", reply_to_message_id="5")
 HOOK = StreamContext(channel_id="7", webhook_id="900", webhook_token="hook-token")
 EDIT = StreamConfig(delivery=DeliveryMode.EDIT, typing_interval=0)
 _FENCE_TOKEN = re.compile(r"^(`{3,}|~{3,})")
+_FENCE_LINE = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[^\n]*$", re.MULTILINE)
 
 
 def _states(deltas: list[str], end: StreamStatus = StreamStatus.COMPLETED) -> list[StreamState]:
@@ -83,8 +84,13 @@ def _words(contents: list[str]) -> list[str]:
 def _chars(contents: list[str]) -> str:
     """The text of messages without whitespace and fence characters (the splitter closes and
     reopens blocks at cuts): a kept preview may end mid-word, or inside a fence line, so what is
-    compared is that no other character is lost or shown twice."""
-    return "".join("".join(content.split()).replace("`", "").replace("~", "") for content in contents)
+    compared is that no other character is lost or shown twice. A fence line's info string goes
+    too: a block reopened in the next message repeats its opener (```` ```py ````), so a block
+    whose opener reads ```` ```- item ```` shows ``- item`` once per message it spans."""
+    return "".join(
+        "".join(_FENCE_LINE.sub(r"\1", content).split()).replace("`", "").replace("~", "")
+        for content in contents
+    )
 
 
 def _first_message(deltas: list[str]) -> str:
@@ -192,8 +198,15 @@ _WORDS = st.sampled_from(
 )
 
 
+_CODE = "```\n" + "line of code\n" * 40
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(words=st.lists(_WORDS, min_size=1, max_size=30), cut=st.integers(1, 60), at=st.integers(1, 3))
+# A block opened by "```- item" (its info string) spans the kept preview and the next message.
+@example(
+    words=["Hello", _CODE, _CODE, "```\nx = 1\n```", "- item\n", "a" * 300, "a" * 300, _CODE], cut=60, at=2
+)
 def test_kept_messages_never_lose_or_repeat_a_word(words: list[str], cut: int, at: int) -> None:
     """Whichever create is ambiguous and unreadable, the channel holds the aggregated words once."""
     text = "".join(words)
