@@ -376,44 +376,19 @@ async def measure_lag(
     """
     await _reset(session, server)
     pace_ms = 1000.0 / rate
-    adapters: dict[str, _StampedAdapter] = {}
+    stamps: dict[str, list[float]] = {}
 
-    async def one(number: int) -> Any:
+    async def one(number: int) -> bool:
         stream_id = f"lag{number}"
-        adapter = adapters[stream_id] = _StampedAdapter()
+        adapter = _StampedAdapter()
+        stamps[stream_id] = adapter.stamps
         url = _paced_url(server, chunks, number, streams, pace_ms, stream_id)
         job = attrs.evolve(_live_job(session, url, config, number), adapter=adapter)
         job = attrs.evolve(job, transport=attrs.evolve(job.transport, reader=reader))
-        return await run_stream(job, nonce_prefix="bench")
+        result = await run_stream(job, nonce_prefix="bench")
+        return result.status.value == "completed"
 
-    base = _tracked()
-    with GcWatch() as watch:
-        c0, w0 = time.process_time(), time.perf_counter()
-        sampler = asyncio.ensure_future(_tracked_later(chunks / rate / 2))
-        results = await asyncio.gather(*(one(number) for number in range(streams)))
-        c1, w1 = time.process_time(), time.perf_counter()
-    tracked, types = _per_stream(base, await sampler, streams)
-    writes = await _writes(session, server)
-    lag: list[float] = []
-    for stream_id, adapter in adapters.items():
-        written = writes.get(stream_id, [])
-        # Chunk 0 (the role delta) is held by the transport until chunk 1 commits the stream.
-        lag += [
-            (seen - sent) * 1000 for seen, sent in zip(adapter.stamps[skip:], written[skip:], strict=False)
-        ]
-    completed = sum(1 for result in results if result.status.value == "completed")
-    return LagResult(
-        streams,
-        rate,
-        chunks,
-        lag,
-        c1 - c0,
-        w1 - w0,
-        completed,
-        gc_full_ms=watch.full(),
-        tracked_per_stream=tracked,
-        tracked_types=types,
-    )
+    return await paced_lag(session, server, one, stamps, chunks=chunks, streams=streams, rate=rate, skip=skip)
 
 
 def _tracked() -> Counter[str]:
