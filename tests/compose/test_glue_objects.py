@@ -22,7 +22,7 @@ from rxcord.operators.aio import drain
 from rxcord.operators.light import NO_DISPOSAL, LightDisposables, LightObserver
 from rxcord.operators.quiet_timer import QuietTimer
 from rxcord.sinks.memory import MemorySink
-from tests.compose.test_live_objects import _chain, _chunks, _settle
+from tests.compose.test_live_objects import _chain, _chunks, _settle, _warm_up
 
 GLUE = frozenset(
     {
@@ -63,14 +63,7 @@ def _module(obj: object) -> str:
 
 async def _held(streams: int) -> list[Any]:
     chunks = _chunks(64)
-    warm: Subject[Any] = Subject()
-    first = asyncio.ensure_future(drain(_chain(warm, MemorySink())))
-    await asyncio.sleep(0)
-    for chunk in chunks:
-        warm.on_next(chunk)
-    warm.on_completed()
-    await first
-    gc.collect()
+    await _warm_up(chunks)
     before = {id(obj) for obj in gc.get_objects()}
     subjects: list[Subject[Any]] = [Subject() for _ in range(streams)]
     tasks = [asyncio.ensure_future(drain(_chain(s, MemorySink()))) for s in subjects]

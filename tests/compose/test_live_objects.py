@@ -83,8 +83,8 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
-async def _objects_per_stream(streams: int, chunks: list[RawStreamChunk]) -> float:
-    # A first stream end to end: what it imports and caches is not any stream's.
+async def _warm_up(chunks: list[RawStreamChunk]) -> None:
+    """A first stream end to end (what it imports and caches is not any stream's), then a collection."""
     warm: Subject[Any] = Subject()
     first = asyncio.ensure_future(drain(_chain(warm, MemorySink())))
     await asyncio.sleep(0)
@@ -93,6 +93,10 @@ async def _objects_per_stream(streams: int, chunks: list[RawStreamChunk]) -> flo
     warm.on_completed()
     await first
     gc.collect()
+
+
+async def _objects_per_stream(streams: int, chunks: list[RawStreamChunk]) -> float:
+    await _warm_up(chunks)
     before = len(gc.get_objects())
     subjects: list[Subject[Any]] = [Subject() for _ in range(streams)]
     sinks = [MemorySink() for _ in range(streams)]
