@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from loguru import logger
 
 # No test may depend on wall-clock speed: hypothesis's per-example deadline (200 ms) and its
 # too-slow health check are timings, so they are off for the whole suite (a loaded 2-core
@@ -15,6 +17,18 @@ settings.load_profile("rxcord")
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 DEMO_DATA = Path(__file__).parent.parent / "pipeline" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _library_log_off() -> Iterator[None]:
+    """Each test ends with rxcord's log lines off again, as the library ships them.
+
+    Commands run in-process (``rxcord -v``, ``rxcord bot``) switch the namespace on for the
+    process, as they should; in a test process that would leak into whichever test runs next
+    (random order), so the switch is put back here rather than in every caller.
+    """
+    yield
+    logger.disable("rxcord")
 
 
 @pytest.fixture

@@ -120,6 +120,7 @@ def captured_log() -> Iterator[list[str]]:
         yield lines
     finally:
         logger.remove(handler)
+        logger.disable("rxcord")
 
 
 async def test_each_models_parameters_reach_its_request_body(world: World, config_file: Path) -> None:
