@@ -71,8 +71,9 @@ from bench.protocol import read_events
 from bench.server import ServerProcess
 from bench.stats import percentile
 from rxcord.compose.run import StreamJob, run_stream
-from rxcord.core.config import Guards, StreamConfig
+from rxcord.core.config import Guards, StreamConfig, StreamContext
 from rxcord.core.request import ChatRequest
+from rxcord.core.state import SentMessage
 from rxcord.core.types import ChunkNormalizer, DeliveryMode, ProcessedChunk, ProviderError, RawStreamChunk
 from rxcord.operators.timeline import CLEAN, DELIVERY, TRANSPORT, Timeline
 from rxcord.providers.base import DegradationPolicy, HttpRequest
@@ -113,9 +114,41 @@ def _paced_url(
     )
 
 
+class CountingSink:
+    """A Discord sink that keeps what ``RestSink`` keeps of a sent message: nothing but a count.
+
+    The live figures count the objects a live stream keeps alive; ``MemorySink`` (a test
+    double) keeps every payload, context and result it was given, objects no bot's sink holds.
+    """
+
+    __slots__ = ("created", "edited", "typing")
+
+    def __init__(self) -> None:
+        self.created = 0
+        self.edited = 0
+        self.typing = 0
+
+    async def create_message(self, context: StreamContext, payload: Mapping[str, Any]) -> SentMessage:
+        self.created += 1
+        return SentMessage(payload=payload, message_id=str(self.created), channel_id=context.channel_id)
+
+    async def edit_message(
+        self, context: StreamContext, message_id: str, payload: Mapping[str, Any]
+    ) -> SentMessage:
+        self.edited += 1
+        return SentMessage(payload=payload, message_id=message_id, channel_id=context.channel_id)
+
+    async def delete_message(self, context: StreamContext, message_id: str) -> None:
+        return None
+
+    async def trigger_typing(self, context: StreamContext) -> None:
+        self.typing += 1
+
+
 def _live_job(session: aiohttp.ClientSession, url: str, config: StreamConfig, number: int) -> StreamJob:
-    """A stream into a memory sink, on a channel of its own."""
-    return rxcord_job(session, url, MemorySink(), config=config, channel_id=str(100000000000000001 + number))
+    """A stream into a counting sink, on a channel of its own."""
+    channel_id = str(100000000000000001 + number)
+    return rxcord_job(session, url, CountingSink(), config=config, channel_id=channel_id)
 
 
 async def _writes(session: aiohttp.ClientSession, server: ServerProcess) -> dict[str, list[float]]:

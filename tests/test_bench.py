@@ -323,3 +323,20 @@ async def test_the_hand_written_bot_sends_at_paragraph_breaks_and_at_the_limit()
         await bot.feed(delta)
     await bot.close()
     assert bot.sent == ["One para.", "Two paras.", "x" * LIMIT, "x" * 500]
+
+
+async def test_the_live_figures_sink_counts_and_keeps_no_message() -> None:
+    """The live figures' sink answers like a bot's sink (ids, edits) and holds no payload afterwards."""
+    from bench.live import CountingSink
+    from rxcord.core.config import StreamContext
+
+    sink = CountingSink()
+    context = StreamContext(channel_id="100000000000000001")
+    first = await sink.create_message(context, {"content": "a"})
+    second = await sink.create_message(context, {"content": "b"})
+    edited = await sink.edit_message(context, "1", {"content": "ab"})
+    await sink.trigger_typing(context)
+    assert (first.message_id, second.message_id, edited.message_id) == ("1", "2", "1")
+    assert (sink.created, sink.edited, sink.typing) == (2, 1, 1)
+    assert first.channel_id == "100000000000000001"
+    assert all(isinstance(value, int) for value in gc.get_referents(sink) if value is not CountingSink)
