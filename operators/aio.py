@@ -16,7 +16,10 @@ from typing import Any, TypeAlias, TypeVar, cast
 
 from reactivex import Observable, abc
 from reactivex import operators as ops
+from reactivex.scheduler import CurrentThreadScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+from rxcord.operators.light import Relay, relay
 
 _T = TypeVar("_T")
 
@@ -101,6 +104,60 @@ def _as_coroutine(awaitable: Awaitable[_T]) -> Coroutine[Any, Any, _T]:
     return awaitable if isinstance(awaitable, Coroutine) else _awaited(awaitable)
 
 
+class _Drain(Relay):
+    """One ``drain``: its source's observer and subscription, the items and the future they settle.
+
+    ``Observable.subscribe`` would wrap the callbacks in reactivex's ``AutoDetachObserver``
+    (with its disposables, locks and a bound ``dispose``) and ``drain`` add two closures
+    with their cells: some eight objects a live stream holds for the collector to walk.
+    As a ``Relay`` it keeps the same rules: nothing after the first terminal event, which
+    disposes the upstream subscription (also when it happens while subscribing). Its end
+    settles ``done`` instead of calling a downstream observer (``observer`` stays unset).
+    """
+
+    __slots__ = ("done", "items")
+
+    def __init__(self, done: asyncio.Future[list[Any]]) -> None:
+        self.done = done
+        self.items: list[Any] = []
+        self.stopped = False
+        self.upstream = None
+
+    def on_next(self, value: Any) -> None:
+        if not self.stopped:
+            self.items.append(value)
+
+    def failed(self, error: Exception) -> None:
+        if not self.done.done():  # cancelled with the awaiting task
+            self.done.set_exception(error)
+
+    def completed(self) -> None:
+        if not self.done.done():
+            self.done.set_result(self.items)
+
+
+def _subscribe_drain(
+    _: abc.SchedulerBase, state: tuple[Observable[Any], _Drain, abc.SchedulerBase] | None
+) -> None:
+    assert state is not None  # the trampoline's action: always given its state
+    source, run, scheduler = state
+    relay(source, run, scheduler)
+
+
+def _subscribe_outermost(source: Observable[Any], run: _Drain, scheduler: abc.SchedulerBase) -> None:
+    """Subscribe *run* on the current-thread trampoline, as ``Observable.subscribe`` does.
+
+    ``relay`` skips the trampoline (it is meant for a subscribe inside another one); the
+    outermost subscribe sets it up, so that work a source puts on the current thread while
+    subscribing runs after the subscribe, not nested in it.
+    """
+    trampoline = CurrentThreadScheduler.singleton()
+    if trampoline.schedule_required():
+        trampoline.schedule(_subscribe_drain, (source, run, scheduler))
+    else:
+        relay(source, run, scheduler)
+
+
 async def drain(source: Observable[_T]) -> list[_T]:
     """Subscribe on the running loop and collect every item until completion.
 
@@ -109,21 +166,12 @@ async def drain(source: Observable[_T]) -> list[_T]:
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[list[_T]] = loop.create_future()
-    items: list[_T] = []
-
-    def on_error(exc: Exception) -> None:
-        if not done.done():
-            done.set_exception(exc)
-
-    def on_completed() -> None:
-        if not done.done():
-            done.set_result(items)
-
-    subscription = source.subscribe(items.append, on_error, on_completed, scheduler=AsyncIOScheduler(loop))
+    run = _Drain(done)
     try:
+        _subscribe_outermost(source, run, AsyncIOScheduler(loop))
         return await done
     finally:
-        subscription.dispose()
+        run.dispose()  # a terminal event disposed it already; cancellation or an error here did not
 
 
 async def first_value(source: Observable[_T]) -> _T:

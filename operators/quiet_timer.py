@@ -20,6 +20,7 @@ from __future__ import annotations
 __all__ = ("QuietTimer", "seconds_clock")
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -60,10 +61,24 @@ class QuietTimer(abc.DisposableBase):
     kept), and a bound method given as ``on_quiet`` is kept as its function and object
     (``rxcord.operators.light.unbound``). Under any other scheduler (the marble test
     scheduler) the timer is the scheduler's.
+
+    Two more things a live stream would otherwise hold for every full collection to walk:
+
+    - ``cancel`` is lazy under asyncio. A cancelled ``TimerHandle`` stays in the loop's
+      heap until its deadline (asyncio drops cancelled handles lazily), so cancelling and
+      re-arming leaves one dead handle behind per cycle. Instead the armed handle is kept
+      and only the timer is marked idle: the handle, when it fires with nothing to do,
+      just disarms, and a ``poke`` meanwhile re-uses it (the firing re-arms for the time
+      left, as for any poke). Only ``dispose`` cancels the handle, for good.
+    - One context for all the timer's handles. ``call_later`` without ``context=`` copies
+      the current ``contextvars.Context`` per call; the context is copied once, at the
+      first arm, and given to every later one: the callback runs in the context of the
+      stream that armed the timer, as before, without a copy per arm.
     """
 
     __slots__ = (
         "_armed",
+        "_context",
         "_dead",
         "_handle",
         "_last",
@@ -82,6 +97,7 @@ class QuietTimer(abc.DisposableBase):
         self._quiet_fn, self._quiet_of = unbound(on_quiet)
         self._serial: LightSerial | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._context: contextvars.Context | None = None  # copied at the first arm (asyncio)
         self._armed = False
         self._dead = False
         self._last: float | None = None
@@ -94,7 +110,11 @@ class QuietTimer(abc.DisposableBase):
     def dispose(self) -> None:
         self._last = None
         self._dead = True  # never armed again
-        self._disarm()
+        self._armed = False
+        self._context = None
+        if self._handle is not None:  # the one place a loop handle is cancelled
+            self._handle.cancel()
+            self._handle = None
         if self._serial is not None:
             self._serial.dispose()
 
@@ -113,24 +133,26 @@ class QuietTimer(abc.DisposableBase):
             self._arm(self.seconds)
 
     def cancel(self) -> None:
-        """Stop waiting (until the next ``poke``)."""
-        self._last = None
-        self._armed = False
-        self._disarm()
+        """Stop waiting (until the next ``poke``).
 
-    def _disarm(self) -> None:
-        if self._serial is not None:
+        Under asyncio the armed handle stays (see the class docstring): idle, it fires into
+        nothing; a ``poke`` before it fires re-uses it.
+        """
+        self._last = None
+        if self._serial is not None:  # another scheduler: its timer disposed, as ever
+            self._armed = False
             self._serial.disposable = None
-        elif self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
 
     def _arm(self, delay: float) -> None:
         if self._dead:
             return
         self._armed = True
-        if self._loop is not None:
-            self._handle = self._loop.call_later(delay, self)
+        loop = self._loop
+        if loop is not None:
+            context = self._context
+            if context is None:
+                context = self._context = contextvars.copy_context()
+            self._handle = loop.call_later(delay, self, context=context)
         else:
             if self._serial is None:  # made when first armed: most timers of a test never are
                 self._serial = LightSerial()

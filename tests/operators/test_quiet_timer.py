@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import heapq
 from typing import Any
 
 from reactivex.scheduler.eventloop import AsyncIOScheduler
@@ -108,3 +110,156 @@ def test_other_schedulers_read_their_own_now() -> None:
     clock = seconds_clock(scheduler)
     scheduler.advance_to(12.5)
     assert clock() == 12.5
+
+
+# Under asyncio, counted on the loop's own heap: a loop whose clock the test sets (the loop
+# never runs; the test fires its due handles in deadline order, as the loop would).
+
+
+class _Clocked:
+    """A new event loop with a settable clock, and its timers fired by hand."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.now = 0.0
+        self.loop.time = lambda: self.now  # type: ignore[method-assign]
+        self.scheduler = AsyncIOScheduler(self.loop)
+
+    def heap(self) -> list[asyncio.TimerHandle]:
+        return list(self.loop._scheduled)  # type: ignore[attr-defined]
+
+    def run_until(self, until: float) -> None:
+        """Fire every handle due up to *until*, in deadline order (cancelled ones dropped)."""
+        scheduled: list[asyncio.TimerHandle] = self.loop._scheduled  # type: ignore[attr-defined]
+        while scheduled and scheduled[0].when() <= until:
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False  # type: ignore[attr-defined]  # as the loop does
+            if not handle.cancelled():
+                self.now = handle.when()
+                handle._run()  # type: ignore[attr-defined]
+        self.now = until
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+def _asyncio_timer(clocked: _Clocked, fired: list[float], seconds: float = 5.0) -> QuietTimer:
+    return QuietTimer(clocked.scheduler, seconds, lambda: fired.append(clocked.now))
+
+
+def test_cancel_leaves_no_cancelled_handle_in_the_loops_heap() -> None:
+    """A hundred poke/cancel cycles: one handle of the timer in the heap, none cancelled."""
+    clocked = _Clocked()
+    try:
+        timer = _asyncio_timer(clocked, [])
+        for i in range(100):
+            clocked.now = i * 0.01
+            timer.poke()
+            timer.cancel()
+        heap = clocked.heap()
+        assert [handle.cancelled() for handle in heap] == [False]
+        assert heap[0]._callback is timer  # type: ignore[attr-defined]
+    finally:
+        clocked.close()
+
+
+def test_cancel_then_poke_fires_seconds_after_the_poke() -> None:
+    """Poke at 0, cancel at 2, poke at 20: fires once at 25, the kept handle re-armed once."""
+    clocked = _Clocked()
+    try:
+        fired: list[float] = []
+        timer = _asyncio_timer(clocked, fired)
+        timer.poke()
+        clocked.run_until(2.0)
+        timer.cancel()
+        clocked.run_until(20.0)  # the idle handle fired at 5 into nothing, and disarmed
+        assert fired == [] and clocked.heap() == []
+        timer.poke()
+        clocked.run_until(100.0)
+        assert fired == [25.0]
+        assert clocked.heap() == []
+    finally:
+        clocked.close()
+
+
+def test_a_poke_while_the_idle_handle_is_armed_reuses_it() -> None:
+    """Poke at 0, cancel at 1, poke at 3: no second handle; the one due at 5 re-arms to 8."""
+    clocked = _Clocked()
+    try:
+        fired: list[float] = []
+        timer = _asyncio_timer(clocked, fired)
+        timer.poke()
+        first = clocked.heap()
+        clocked.run_until(1.0)
+        timer.cancel()
+        clocked.run_until(3.0)
+        timer.poke()
+        assert clocked.heap() == first
+        clocked.run_until(100.0)
+        assert fired == [8.0]
+    finally:
+        clocked.close()
+
+
+def test_one_context_copied_for_every_arm() -> None:
+    """The first arm copies the poking context; re-arms give that same context (no copy each)."""
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("stream", default="none")
+    clocked = _Clocked()
+    try:
+        seen: list[str] = []
+        timer = QuietTimer(clocked.scheduler, 5.0, lambda: seen.append(var.get()))
+        stream = contextvars.copy_context()
+        stream.run(var.set, "stream-1")
+        stream.run(timer.poke)
+        (first,) = clocked.heap()
+        context = first._context  # type: ignore[attr-defined]
+        assert context is not stream and context[var] == "stream-1"
+        clocked.run_until(1.0)
+        timer.poke()  # the handle due at 5 re-arms for 1 more second
+        clocked.run_until(5.0)
+        (second,) = clocked.heap()
+        assert second is not first and second._context is context  # type: ignore[attr-defined]
+        clocked.run_until(100.0)
+        timer.poke()  # a new period after firing: the same context again
+        (third,) = clocked.heap()
+        assert third._context is context  # type: ignore[attr-defined]
+        assert seen == ["stream-1"]
+    finally:
+        clocked.close()
+
+
+def test_dispose_cancels_the_kept_handle_for_good() -> None:
+    """Disposed after a lazy cancel: the handle is cancelled, a later poke arms nothing."""
+    clocked = _Clocked()
+    try:
+        fired: list[float] = []
+        timer = _asyncio_timer(clocked, fired)
+        timer.poke()
+        timer.cancel()
+        (handle,) = clocked.heap()
+        timer.dispose()
+        assert handle.cancelled()
+        timer.poke()
+        clocked.run_until(100.0)
+        assert fired == [] and clocked.heap() == []
+    finally:
+        clocked.close()
+
+
+def test_on_a_running_loop_cycles_keep_one_handle() -> None:
+    """The same count on a running loop: poke/cancel cycles add no cancelled handle."""
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        timer = QuietTimer(AsyncIOScheduler(loop), 60.0, lambda: None)
+        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+        cancelled_before = sum(handle.cancelled() for handle in scheduled)
+        for _ in range(50):
+            timer.poke()
+            timer.cancel()
+        mine = sum(handle._callback is timer for handle in scheduled)  # type: ignore[attr-defined]
+        cancelled = sum(handle.cancelled() for handle in scheduled) - cancelled_before
+        timer.dispose()
+        return mine, cancelled
+
+    assert asyncio.run(main()) == (1, 0)
