@@ -58,14 +58,15 @@ class SseParser:
     """Feed bytes with ``feed``; call ``close`` at end of body."""
 
     max_line_bytes: int = _DEFAULT_MAX_LINE
-    _pending: list[bytes] = attrs.field(factory=list, init=False)
+    # Both lists are ``None`` while empty (as ``rxcord.core.text_buffer.TextBuffer``): a live
+    # stream's events arrive whole, one ``data:`` line each, so most parsers never make either.
+    _pending: list[bytes] | None = attrs.field(default=None, init=False)
     """The pieces of the unfinished last line (joined once, when it ends)."""
     _pending_bytes: int = attrs.field(default=0, init=False)
     _skip_lf: bool = attrs.field(default=False, init=False)
     _at_start: bool = attrs.field(default=True, init=False)
-    _data: list[bytes] = attrs.field(factory=list, init=False)
-    """The current event's data values, undecoded (decoded once, at dispatch)."""
-    _has_data: bool = attrs.field(default=False, init=False)
+    _data: list[bytes] | None = attrs.field(default=None, init=False)
+    """The current event's data values, undecoded (decoded once, at dispatch); ``None``: none yet."""
     _event: str | None = attrs.field(default=None, init=False)
     _id: str | None = attrs.field(default=None, init=False)
     comments: int = attrs.field(default=0, init=False)
@@ -92,14 +93,15 @@ class SseParser:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        if self._pending:
+        pending = self._pending
+        if pending is not None:
             if b"\n" not in chunk and b"\r" not in chunk and not self._at_start:
                 # Still inside the same line: keep the piece, copy nothing.
                 self._hold(chunk)
                 return out
-            self._pending.append(chunk)
-            buf = b"".join(self._pending)
-            self._pending = []
+            pending.append(chunk)
+            buf = b"".join(pending)
+            self._pending = None
             self._pending_bytes = 0
         else:
             buf = chunk
@@ -125,7 +127,7 @@ class SseParser:
             for block in blocks:
                 if (
                     block.startswith(b"data:")
-                    and not self._has_data
+                    and self._data is None
                     and self._event is None
                     and b"\n" not in block
                 ):
@@ -133,7 +135,7 @@ class SseParser:
                     continue
                 if (
                     block.startswith(b":")
-                    and not self._has_data
+                    and self._data is None
                     and self._event is None
                     and b"\n" not in block
                 ):
@@ -165,9 +167,9 @@ class SseParser:
     def close_raw(self) -> list[tuple[bytes, str | None, str | None]]:
         """``close`` as ``(data, event, id)`` tuples (data as UTF-8 bytes)."""
         out: list[tuple[bytes, str | None, str | None]] = []
-        if self._pending:
+        if self._pending is not None:
             tail = b"".join(self._pending)
-            self._pending = []
+            self._pending = None
             self._pending_bytes = 0
             self._line(tail, out)
         self._dispatch(out)
@@ -177,10 +179,14 @@ class SseParser:
         """Keep *piece* of the unfinished last line, within the line bound."""
         self._pending_bytes += len(piece)
         if self._pending_bytes > self.max_line_bytes:
-            self._pending = []
+            self._pending = None
             self._pending_bytes = 0
             raise SseLineTooLongError(f"SSE line exceeds {self.max_line_bytes} bytes")
-        self._pending.append(piece)
+        pending = self._pending
+        if pending is None:
+            self._pending = [piece]
+        else:
+            pending.append(piece)
 
     def _line(self, raw: bytes, out: list[tuple[bytes, str | None, str | None]]) -> None:
         if not raw:
@@ -189,8 +195,7 @@ class SseParser:
         if raw[:5] == b"data:":
             # The common line, without the general field split: the ASCII field
             # name never changes how the value decodes.
-            self._data.append(raw[6:] if raw[5:6] == b" " else raw[5:])
-            self._has_data = True
+            self._add_data(raw[6:] if raw[5:6] == b" " else raw[5:])
             return
         line = raw.decode("utf-8", errors="replace")
         if line[0] == ":":
@@ -200,20 +205,25 @@ class SseParser:
         if colon and value[:1] == " ":
             value = value[1:]
         if name == "data":
-            self._data.append(b"")  # a bare "data" line: "data:..." lines are handled above
-            self._has_data = True
+            self._add_data(b"")  # a bare "data" line: "data:..." lines are handled above
         elif name == "event":
             self._event = value or None
         elif name == "id" and "\0" not in value:
             self._id = value
         # "retry" and unknown fields are ignored, as the standard says.
 
+    def _add_data(self, value: bytes) -> None:
+        data = self._data
+        if data is None:
+            self._data = [value]
+        else:
+            data.append(value)
+
     def _dispatch(self, out: list[tuple[bytes, str | None, str | None]]) -> None:
-        if self._has_data:
-            data = self._data
+        data = self._data
+        if data is not None:
             out.append((data[0] if len(data) == 1 else b"\n".join(data), self._event, self._id))
-            self._data = []
-            self._has_data = False
+            self._data = None
         self._event = None
 
 

@@ -215,7 +215,7 @@ class _Attempt:
         "held",
         "held_bytes",
         "in_events",
-        "last",
+        "last_failed",
         "loop",
         "parser",
         "pump",
@@ -240,8 +240,11 @@ class _Attempt:
         """The wire format's end marker was read: the stream ended cleanly."""
         self.cut = False
         """A cut was reported already (an event left unfinished at the end of the body)."""
-        self.last: RawStreamChunk | None = None
-        """The latest event chunk (a stream whose last event is an error ended with it)."""
+        self.last_failed = False
+        """The latest event chunk is an error (``adapter.rejection``): a stream ends with one.
+
+        Judged as it is read, not at the end: keeping the chunk for the end would keep it,
+        and its decoded JSON, alive while every next read is awaited."""
         self.failed: tuple[ProviderError, RawStreamChunk] | None = None
         """The rejection that ended the attempt before commitment (and its chunk)."""
         self.parser: SseParser | None = None
@@ -829,6 +832,8 @@ class _Pump(abc.DisposableBase):
         while piece := await read():
             if state(piece):
                 return
+            # Handled: not kept alive (nor what it was cut from) while the next read is awaited.
+            del piece
         state.end()
 
     async def _push_events(
@@ -857,10 +862,6 @@ class _Pump(abc.DisposableBase):
             return
         state.end()
 
-    def _ends_in_error(self, state: _Attempt) -> bool:
-        # An error event is a stream's last word (providers close after it): nothing was cut.
-        return state.last is not None and self.adapter.rejection(state.last) is not None
-
     def commit_past_bound(self, state: _Attempt) -> None:
         """Past the held-bytes bound: commit (bytes that carried nothing, blank lines, comments, count)."""
         try:
@@ -886,9 +887,12 @@ class _Pump(abc.DisposableBase):
             batch, done = _event_chunks(name, part, at_end=at_end, redact=redact)
             state.seen += len(batch)
             if batch:
-                state.last = batch[-1]
-                if not state.terminal and ends(batch):
-                    state.terminal = True
+                if not state.terminal:
+                    if ends(batch):
+                        state.terminal = True
+                    else:
+                        # Only asked while it may still matter (``end_of_events``, once terminal never).
+                        state.last_failed = self.adapter.rejection(batch[-1]) is not None
                 if at_end and batch[-1].error is not None and batch[-1].error.code == TRUNCATED:
                     state.cut = True
                 if self.offer(batch, state):
@@ -903,7 +907,8 @@ class _Pump(abc.DisposableBase):
         """The body ended (or ``[DONE]`` came): an empty stream, or one cut before its end marker."""
         if not state.seen:
             self.offer([_empty(self.adapter.name)], state)
-        elif not (state.terminal or state.cut or self._ends_in_error(state)):
+        elif not (state.terminal or state.cut or state.last_failed):
+            # An error event is a stream's last word (providers close after it): nothing was cut.
             message = "the stream ended between two events, before its end marker (a cut connection)"
             self.offer([_cut(self.adapter.name, message)], state)
 
