@@ -642,7 +642,8 @@ def _forget(best: tuple[int, ...], upto: int) -> tuple[int, ...]:
     for at in range(1, len(kept), 2):
         if kept[at] <= upto:
             kept[at - 1] = kept[at] = -1
-    return tuple(kept)
+    # None left (a release usually passes them all): the shared tuple, not a new one per stream.
+    return _NO_BEST if max(kept) < 0 else tuple(kept)
 
 
 def _by_end(candidate: tuple[int, int, Cut]) -> tuple[int, int]:

@@ -130,16 +130,35 @@ def _finished(stages: Sequence[Transducer]) -> list[Any]:
 
 
 class _FusedRun(Relay):
-    """One subscription of a fusable operator: its stages' transducers, fed what the source sends."""
+    """One subscription of a fusable operator: its stages' transducers, fed what the source sends.
 
-    __slots__ = ("lone", "stages")
+    The stages are held in slots, no tuple per stream for the common runs: ``lone`` and
+    ``second`` for one or two stages (``second`` ``None`` for one); ``stages`` (the tuple,
+    ``lone`` ``None``) only for three or more.
+    """
+
+    __slots__ = ("lone", "second", "stages")
 
     def __init__(self, observer: abc.ObserverBase[Any], stages: tuple[Transducer, ...]) -> None:
         super().__init__(observer)
-        lone = stages[0] if len(stages) == 1 else None
-        self.lone = lone
-        """The only stage, fed directly (no call of the chain's loop per item); ``None``: fused stages."""
-        self.stages = stages if lone is None else ()  # a lone stage keeps no tuple either
+        short = len(stages) <= 2
+        self.lone = stages[0] if short else None
+        """The first stage, fed directly (no call of the chain's loop per item); ``None``: three or more."""
+        self.second = stages[1] if short and len(stages) == 2 else None
+        self.stages = () if short else stages
+
+    def feed(self, item: Any) -> Sequence[Any]:
+        """What *item* becomes through the stages."""
+        lone = self.lone
+        if lone is None:
+            return _fed(self.stages, item)
+        out = lone.feed(item)
+        second = self.second
+        if second is None or not out:
+            return out
+        if len(out) == 1:  # the common case, as in ``_fed``
+            return second.feed(out[0])
+        return [last for one in out for last in second.feed(one)]
 
     def on_next(self, item: Any) -> None:
         if self.stopped:
@@ -147,9 +166,8 @@ class _FusedRun(Relay):
         if isinstance(item, Batch):
             self.on_batch(item)
             return
-        lone = self.lone
         try:
-            out = lone.feed(item) if lone is not None else _fed(self.stages, item)
+            out = self.feed(item)
         except Exception as exc:
             self.on_error(exc)
             return
@@ -160,15 +178,10 @@ class _FusedRun(Relay):
     def on_batch(self, batch: Batch[Any]) -> None:
         produced: list[Any] = []
         extend = produced.extend
-        lone, stages = self.lone, self.stages
         try:
-            if lone is not None:
-                feed = lone.feed
-                for item in batch:
-                    extend(feed(item))
-            else:
-                for item in batch:
-                    extend(_fed(stages, item))
+            feed = self.lone.feed if self.lone is not None and self.second is None else self.feed
+            for item in batch:
+                extend(feed(item))
         except Exception as exc:
             if produced:
                 self.observer.on_next(_batch_of(produced))
@@ -178,9 +191,15 @@ class _FusedRun(Relay):
             self.observer.on_next(_batch_of(produced))
 
     def completed(self) -> None:
-        lone = self.lone
+        lone, second = self.lone, self.second
+        out: Sequence[Any]
         try:
-            out = lone.finish() if lone is not None else _finished(self.stages)
+            if lone is None:
+                out = _finished(self.stages)
+            elif second is None:
+                out = lone.finish()
+            else:
+                out = _finished((lone, second))
         except Exception as exc:
             self.observer.on_error(exc)
             return

@@ -60,12 +60,17 @@ def deliver(
 class _Deliver(LightOperator[_T, Delivery]):
     """The ``deliver`` operator: its send and merge functions (one slots object, not a closure)."""
 
-    __slots__ = ("merge", "send")
+    __slots__ = ("merge_fn", "merge_of", "send_fn", "send_of")
 
     def __init__(self, send: Callable[[_T], Observable[Delivery]], merge: Merge[_T] | None) -> None:
-        # Bound methods (``DiscordDelivery.send``, ``.merge``) are held as function and object.
-        self.send = unbound(send)
-        self.merge = None if merge is None else unbound(merge)
+        # Bound methods (``DiscordDelivery.send``, ``.merge``) are held as function and object,
+        # each in two slots: the operator is built per stream, a (function, object) tuple would
+        # be one more object per stream for the collector to walk.
+        self.send_fn, self.send_of = unbound(send)
+        self.merge_fn: Callable[..., _T | None] | None = None
+        self.merge_of: Any = None
+        if merge is not None:
+            self.merge_fn, self.merge_of = unbound(merge)
 
     def subscribe_to(
         self,
@@ -73,7 +78,7 @@ class _Deliver(LightOperator[_T, Delivery]):
         observer: abc.ObserverBase[Delivery],
         scheduler: abc.SchedulerBase | None,
     ) -> abc.DisposableBase:
-        return relay(source, _DeliverRun(self.send, self.merge, observer, scheduler), scheduler)
+        return relay(source, _DeliverRun(self, observer, scheduler), scheduler)
 
 
 class _DeliverRun(Relay, Generic[_T]):
@@ -92,24 +97,23 @@ class _DeliverRun(Relay, Generic[_T]):
         "draining",
         "failed_",
         "inner",
-        "merge",
+        "operator",
         "queue",
         "scheduler",
-        "send",
     )
 
     def __init__(
         self,
-        send: tuple[Callable[..., Observable[Delivery]], Any],
-        merge: tuple[Callable[..., _T | None], Any] | None,
+        operator: _Deliver[_T],
         observer: abc.ObserverBase[Delivery],
         scheduler: abc.SchedulerBase | None,
     ) -> None:
         super().__init__(observer)
-        self.send = send
-        self.merge = merge
+        self.operator = operator  # its send and merge functions (read from it, not copied per stream)
         self.scheduler = scheduler
-        self.queue: deque[_T] = deque()
+        # Made for the first item queued, dropped once sent: a stream waiting for its next
+        # segment holds no queue.
+        self.queue: deque[_T] | None = None
         self.inner: abc.DisposableBase | None = None  # the send in flight (or the last one)
         self.closed = False  # disposed: nothing more is sent
         self.busy = False  # a send is in flight
@@ -118,12 +122,11 @@ class _DeliverRun(Relay, Generic[_T]):
         self.draining = False  # start() is running (a synchronous send re-enters it)
         self.again = False  # a send completed synchronously inside start()
 
-    def next_item(self) -> _T:
-        queue, merge = self.queue, self.merge
+    def next_item(self, queue: deque[_T]) -> _T:
+        merge, of = self.operator.merge_fn, self.operator.merge_of
         item = queue.popleft()
         while merge is not None and queue:
-            function, of = merge
-            merged = function(of, item, queue[0])
+            merged = merge(of, item, queue[0])
             if merged is None:
                 break
             queue.popleft()
@@ -144,15 +147,20 @@ class _DeliverRun(Relay, Generic[_T]):
         try:
             while not self.failed_:
                 self.again = False
-                if not self.queue:
+                queue = self.queue
+                if not queue:
+                    self.queue = None
                     self.busy = False
                     if self.done:
                         self.observer.on_completed()
                     return
                 self.busy = True
                 try:
-                    function, of = self.send
-                    observable = function(of, self.next_item())
+                    operator = self.operator
+                    item = self.next_item(queue)
+                    if not queue:
+                        self.queue = None  # a send in flight with nothing behind it holds no queue
+                    observable = operator.send_fn(operator.send_of, item)
                 except Exception as exc:
                     self.on_send_error(exc)
                     return
@@ -174,7 +182,10 @@ class _DeliverRun(Relay, Generic[_T]):
     def on_next(self, item: _T) -> None:
         if self.stopped:
             return
-        self.queue.append(item)
+        queue = self.queue
+        if queue is None:
+            self.queue = queue = deque()
+        queue.append(item)
         if not self.busy:
             self.start()
 

@@ -21,8 +21,9 @@ cuts by), so stage 03 and stage 05 agree on what is code:
   end. A fence line closes an inline span left open (a block starts a new paragraph).
 
 Work is a regular-expression jump to the next backtick run, tilde run or line break, plus
-constant work there: linear in the text, with no rescan. Pieces fed are kept (at most
-``BATCH``) and read together when the state is asked for, so a chunk costs a list append.
+constant work there: linear in the text, with no rescan. Text fed is kept as one string (at
+most ``BATCH`` characters, then read) and read when the state is asked for, so a chunk costs
+a short copy, and a stream between chunks holds no list.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from typing import Final
 _MARKS: Final = re.compile(r"\n|`+|~+")
 """What changes the code state: a line break, a backtick or tilde run (other text only ends a run)."""
 _FENCE_MIN: Final = 3
-BATCH: Final = 64
-"""Pieces kept before they are read: bounded memory, and the per-call cost paid once per batch."""
+BATCH: Final = 256
+"""Characters kept before they are read: bounded memory and copying, and the per-call cost paid
+once per batch (about as often as per 64 pieces of a few characters)."""
 
 
 class CodeTracker:
@@ -56,8 +58,8 @@ class CodeTracker:
     )
 
     def __init__(self, *, line_start: bool = True) -> None:
-        self._pieces: list[str] | None = None
-        """Text fed and not read yet (at most ``BATCH`` pieces; ``None``: none, no list held)."""
+        self._pieces: str | None = None
+        """Text fed and not read yet, joined (under ``BATCH`` characters; ``None``: none)."""
         self._span = 0
         """Length of the open inline span's backtick run (0: none)."""
         self._fence_char = ""
@@ -88,24 +90,25 @@ class CodeTracker:
         return bool(self._span or self._fence_char)
 
     def feed(self, text: str) -> None:
-        """Read *text*: kept, and read with the pieces before it when the state is asked for.
+        """Read *text*: kept, and read with the text before it when the state is asked for.
 
-        Also once ``BATCH`` pieces are kept: per chunk, the cost is a list append.
+        Also once ``BATCH`` characters are kept: per chunk, the cost is a copy of fewer than
+        ``BATCH`` characters and *text*.
         """
         pieces = self._pieces
-        if pieces is None:
-            self._pieces = [text]
+        if pieces is not None:
+            text = pieces + text
+        if len(text) >= BATCH:
+            self._pieces = None
+            self._read(text)
         else:
-            pieces.append(text)
-            if len(pieces) >= BATCH:
-                self._catch_up()
+            self._pieces = text
 
     def _catch_up(self) -> None:
         pieces = self._pieces
         if pieces:
-            text = pieces[0] if len(pieces) == 1 else "".join(pieces)
             self._pieces = None
-            self._read(text)
+            self._read(pieces)
 
     def _read(self, text: str) -> None:
         stop = len(text)

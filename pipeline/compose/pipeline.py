@@ -411,23 +411,22 @@ def _compose(
     if not kept:
         composed: Operator[Any, Any] = reactivex.compose(*fused)
         return composed
-    return fused[0] if len(fused) == 1 else _Composed(tuple(fused))
+    return fused[0] if len(fused) == 1 else _Composed(fused)
 
 
-class _Composed:
-    """``reactivex.compose``: the operators applied in order, as one slots object.
+class _Composed(tuple[Operator[Any, Any], ...]):
+    """``reactivex.compose``: the operators applied in order, as one object.
 
     The delivery stages' operator lives as long as its stream; ``reactivex.compose`` is a
-    closure (a function, its cells and their tuple) around the same tuple of operators.
+    closure (a function, its cells and their tuple) around the same tuple of operators. A
+    tuple itself (the operators inline, as ``fuse``'s chain factory holds its factories): no
+    second object per stream.
     """
 
-    __slots__ = ("operators",)
-
-    def __init__(self, operators: tuple[Operator[Any, Any], ...]) -> None:
-        self.operators = operators
+    __slots__ = ()
 
     def __call__(self, source: Observable[Any]) -> Observable[Any]:
-        for operator in self.operators:
+        for operator in self:
             source = operator(source)
         return source
 

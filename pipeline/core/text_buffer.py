@@ -11,9 +11,14 @@ itself and the deltas can be freed as soon as they have passed through.
 Appending stays O(1) amortized (one join per ``GROUP`` pieces, each piece
 copied once more); ``getvalue`` joins the groups.
 
-A live stream holds several buffers, and the collector walks every list they
-keep: the joined groups and the pieces not joined yet share one list (the
-groups first), and an empty buffer holds no list at all.
+A live stream holds several buffers (stage 03's resend check, the flusher's held
+text, the result's visible and delivered text), and the collector walks every
+list they keep: the joined groups and the pieces not joined yet share one list
+(the groups first), an empty buffer holds no list at all, and a short text
+(``SHORT`` characters at most: a flusher's text waiting for its message, most of
+an answer's first messages) is held as one string, no list either. Appending to a
+short text copies it, at most ``SHORT`` characters: a bounded cost per piece, so
+appending stays linear in the text.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from typing import Final
 GROUP: Final = 64
 """Pieces joined into one string at a time."""
 
+SHORT: Final = 2048
+"""A text up to this long is held as one string (a message's worth: a flusher's held text fits)."""
+
 
 class TextBuffer:
     """Appends strings; holds them joined in groups; returns the whole text on demand."""
@@ -32,29 +40,39 @@ class TextBuffer:
     __slots__ = ("_loose", "_parts")
 
     def __init__(self, initial: str = "") -> None:
-        self._parts: list[str] | None = [initial] if initial else None
-        """The joined groups, then the pieces appended since the last join; ``None`` while empty."""
-        self._loose = 1 if initial else 0
-        """How many pieces at the end of ``_parts`` are not joined yet."""
+        self._parts: str | list[str] | None = initial or None
+        """``None`` while empty; a short text as one string; else the joined groups, then the pieces
+        appended since the last join."""
+        self._loose = 0
+        """How many pieces at the end of the list ``_parts`` are not joined yet."""
 
     def append(self, text: str) -> None:
         """Add *text* at the end (called per delta: kept to a list append and a count)."""
         parts = self._parts
-        if parts is None:
-            self._parts = [text]
-            self._loose = 1
-            return
-        parts.append(text)
-        loose = self._loose + 1
-        if loose >= GROUP:
-            parts[-loose:] = ("".join(parts[-loose:]),)
-            loose = 0
-        self._loose = loose
+        # ``type() is`` rather than ``isinstance``: no call per delta.
+        if type(parts) is list:
+            parts.append(text)
+            loose = self._loose + 1
+            if loose >= GROUP:
+                parts[-loose:] = ("".join(parts[-loose:]),)
+                loose = 0
+            self._loose = loose
+        elif type(parts) is str:
+            if len(parts) + len(text) <= SHORT:
+                self._parts = parts + text
+            else:
+                # Too long to copy per piece: the text so far is the first group.
+                self._parts = [parts, text]
+                self._loose = 1
+        else:
+            self._parts = text or None
 
     def getvalue(self) -> str:
         """Everything appended, as one string."""
         parts = self._parts
-        return "" if parts is None else "".join(parts)
+        if parts is None:
+            return ""
+        return parts if type(parts) is str else "".join(parts)
 
     def clear(self) -> None:
         """Forget everything appended."""
@@ -64,9 +82,13 @@ class TextBuffer:
     def __len__(self) -> int:
         """Characters held (counted on demand: callers on a hot path keep their own count)."""
         parts = self._parts
-        return 0 if parts is None else sum(map(len, parts))
+        if parts is None:
+            return 0
+        return len(parts) if type(parts) is str else sum(map(len, parts))
 
     def __bool__(self) -> bool:
         """Whether any text is held."""
         parts = self._parts
-        return parts is not None and any(parts)
+        if parts is None:
+            return False
+        return bool(parts) if type(parts) is str else any(parts)

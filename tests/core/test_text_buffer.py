@@ -7,7 +7,7 @@ import gc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rxcord.core.text_buffer import GROUP, TextBuffer
+from rxcord.core.text_buffer import GROUP, SHORT, TextBuffer
 
 
 @given(st.text(max_size=5), st.lists(st.text(max_size=6), max_size=3 * GROUP + 5))
@@ -35,29 +35,35 @@ def test_clear_forgets_everything() -> None:
 
 def test_pieces_are_not_kept_one_by_one() -> None:
     """After a full group the buffer holds one joined string, not the pieces (they can be freed)."""
-    buffer = TextBuffer()
+    buffer = TextBuffer("x" * SHORT)
     pieces = [f"p{i}" for i in range(GROUP)]
     for piece in pieces:
         buffer.append(piece)
-    assert buffer._parts == ["".join(pieces)]
+    assert buffer._parts == ["x" * SHORT, "".join(pieces)]
 
 
 def _lists_held(buffer: TextBuffer) -> int:
     return sum(isinstance(ref, list) for ref in gc.get_referents(buffer))
 
 
-def test_one_list_at_most_and_none_while_empty() -> None:
-    """The collector walks what a live stream holds: an empty buffer holds no list, a full one one.
+def test_one_list_at_most_and_none_while_empty_or_short() -> None:
+    """The collector walks what a live stream holds: an empty or short buffer holds no list, a long one one.
 
-    (Counted, not timed: before, every buffer held two lists from its creation on.)
+    (Counted, not timed: before, every buffer held two lists from its creation on, then one
+    from its first piece on.)
     """
     buffer = TextBuffer()
     assert _lists_held(buffer) == 0
-    for k in range(3 * GROUP + 7):
-        buffer.append(str(k))
+    for _ in range(SHORT // 2):
+        buffer.append("ab")
+        assert _lists_held(buffer) == 0
+    assert buffer._parts == "ab" * (SHORT // 2)
+    for j in range(3 * GROUP + 7):
+        buffer.append(str(j))
         assert _lists_held(buffer) == 1
-    # Joined in groups: three group strings and the seven pieces after them, in one list.
-    assert buffer._parts is not None and len(buffer._parts) == 3 + 7
+    # The short text as the first group, then whole groups and the pieces after them, in one list.
+    assert isinstance(buffer._parts, list) and len(buffer._parts) == 1 + 3 + 7
     buffer.clear()
     assert _lists_held(buffer) == 0
-    assert _lists_held(TextBuffer("x")) == 1
+    assert _lists_held(TextBuffer("x")) == 0
+    assert _lists_held(TextBuffer("x" * (SHORT + 1))) == 0  # one long piece: itself
