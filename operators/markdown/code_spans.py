@@ -89,6 +89,25 @@ class CodeTracker:
             self._settle()
         return bool(self._span or self._fence_char)
 
+    def tag_in_code(self) -> bool:
+        """Whether a tag read next is inside code, leaving a backtick or tilde run before it unsettled.
+
+        ``in_code`` settles the run (the next character ends it); a tag the caller then removes
+        never reaches the text, so the run goes on with what follows it (``"`"`` + tag + ``"``"``
+        is one run of three as stage 05 reads it). The answer is the settled state's; the state
+        stays as it was, and the next character fed settles or extends the run.
+        """
+        self._catch_up()
+        if not self._run:
+            return bool(self._span or self._fence_char)
+        kept = (self._run, self._line_start, self._span, self._candidate, self._fence_char, self._fence_len)
+        closing = self._closing
+        self._settle()
+        inside = bool(self._span or self._fence_char)
+        self._run, self._line_start, self._span, self._candidate, self._fence_char, self._fence_len = kept
+        self._closing = closing
+        return inside
+
     def feed(self, text: str) -> None:
         """Read *text*: kept, and read with the text before it when the state is asked for.
 

@@ -49,6 +49,9 @@ Tags themselves go nowhere: neither visible nor reasoning. Removing a block
 can join two visible fragments into a new tag (``"<thi" + <block> + "nk>"``);
 the fragment before a removed tag is held (``_seam``) and a tag formed across
 the join is removed too, so the stripper never emits a tag as prose.
+A join can also merge two backtick runs (``"`"`` + tag + ``"``"``: one run of three), so
+whether a tag is code is asked without settling the run before it
+(``CodeTracker.tag_in_code``): the visible text's code state is that of the text as released.
 
 At a graceful stop (``held``, ``rxcord.operators.reasoning.held_at_stop``): what is held only
 because it *might* be reasoning (the start window, a partial tag) is the answer; an
@@ -231,7 +234,7 @@ class ThinkStripper:
         tag = _tag_at(buf, at)
         tracker = self._block_code if self._mode is _INSIDE else self._code
         assert tracker is not None  # INSIDE only after _open_block, which makes it
-        if tag is None or tracker.in_code():
+        if tag is None or tracker.tag_in_code():
             if tag is not None and self._mode is _INSIDE and is_closer(tag) and not self._holding_block:
                 # A closer written as code in a starting block: hold after it (see the module docstring).
                 tracker.feed(tag)
@@ -314,7 +317,7 @@ class ThinkStripper:
             code.feed(piece)
             self._emit(piece, out)
             tag = _tag_at(text, at)
-            if tag is not None and not code.in_code():
+            if tag is not None and not code.tag_in_code():
                 self._junction(out)
                 pos = at + len(tag)
                 continue

@@ -8,7 +8,7 @@ from typing import cast
 
 import pytest
 import reactivex
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reactivex.testing import ReactiveTest
 
@@ -328,6 +328,9 @@ def test_split_invariance_with_code(text: str, points: list[int], window: int) -
 
 @settings(max_examples=300, deadline=None)
 @given(text=THINK_MARKDOWN, points=CUTS, window=WINDOWS)
+# A removed tag between two backtick runs joins them ("`" + "``": one run of three, which does
+# not close the span the first opened): the second tag is prose in the text as released.
+@example(text="`<`<think>``<`<think>", points=[], window=256)
 def test_no_tag_outside_code_reaches_the_answer(text: str, points: list[int], window: int) -> None:
     """The visible text holds tags only inside its own code (what stage 05 will read as code)."""
     visible, _ = run(cut(text, points), window)
@@ -514,3 +517,35 @@ def test_reasoning_only_chunk_stays_text(window: int) -> None:
     """A chunk that is all reasoning stays a text chunk with empty content."""
     out = collect([ProcessedChunk.text("<think>plan</think>")], start_window=window)
     assert out == [ProcessedChunk.text("", thoughts=(raw("plan"),))]
+
+
+@pytest.mark.parametrize(
+    ("text", "released"),
+    [
+        ("`<`<think>``<`<think>", "`<```<`"),  # the runs joined across the removed opener
+        ("`a`<think>b</think>`` x", "`a``` x"),  # the same across a removed block
+        ("`<think>` tags", "`<think>` tags"),  # a tag written as code stays text
+    ],
+)
+def test_the_code_state_reads_backtick_runs_joined_across_a_removed_tag(text: str, released: str) -> None:
+    """Stage 03 reads the visible text's code as it is released, tags removed (as stage 05 reads it)."""
+    for points in ([], list(range(1, len(text)))):
+        visible, _ = run(cut(text, points))
+        assert visible == released
+        assert _prose_tags(visible) == []
+
+
+def test_a_tag_query_leaves_the_run_before_it_open() -> None:
+    """``tag_in_code`` answers as ``in_code`` but the run goes on with the next backticks fed."""
+    queried, settled = CodeTracker(), CodeTracker()
+    for tracker in (queried, settled):
+        tracker.feed("`a`")
+    assert queried.tag_in_code() is settled.in_code() is False
+    for tracker in (queried, settled):
+        tracker.feed("``b")
+    assert queried.in_code() is True  # "`a```b": the span of one is still open
+    assert settled.in_code() is True  # "`a`" closed, then "``" opened a span of two
+    queried.feed("`")
+    settled.feed("`")
+    assert queried.in_code() is False  # closed by the single backtick
+    assert settled.in_code() is True  # a run of one does not close a span of two
