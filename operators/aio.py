@@ -2,8 +2,9 @@
 
 ``from_coro`` turns a coroutine factory into a *lazy* observable (the
 coroutine starts at subscription, so ``concat_map`` keeps one in flight);
-``drain`` awaits a chain on the running loop with the ``AsyncIOScheduler``
-injected once, and disposes it if the awaiting task is cancelled.
+``drain`` awaits a chain on the running loop with one ``StreamScheduler`` (the
+asyncio scheduler carrying the stream's one context) injected once, and disposes it
+if the awaiting task is cancelled.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, TypeAlias, TypeVar, cast
 from reactivex import Observable, abc
 from reactivex import operators as ops
 from reactivex.scheduler import CurrentThreadScheduler
-from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from rxcord.core.stream_scheduler import StreamScheduler
 from rxcord.operators.light import Relay, relay
 
 _T = TypeVar("_T")
@@ -113,19 +114,27 @@ class _Drain(Relay):
     As a ``Relay`` it keeps the same rules: nothing after the first terminal event, which
     disposes the upstream subscription (also when it happens while subscribing). Its end
     settles ``done`` instead of calling a downstream observer (``observer`` stays unset).
+
+    ``items`` is made at the first item: a chain that emits only at its end (or never) holds
+    no list while the stream is live; it completes with a fresh empty list.
     """
 
     __slots__ = ("done", "items")
 
     def __init__(self, done: asyncio.Future[list[Any]]) -> None:
         self.done = done
-        self.items: list[Any] = []
+        self.items: list[Any] | None = None  # made at the first item
         self.stopped = False
         self.upstream = None
 
     def on_next(self, value: Any) -> None:
-        if not self.stopped:
-            self.items.append(value)
+        if self.stopped:
+            return
+        items = self.items
+        if items is None:
+            self.items = [value]
+        else:
+            items.append(value)
 
     def failed(self, error: Exception) -> None:
         if not self.done.done():  # cancelled with the awaiting task
@@ -133,7 +142,7 @@ class _Drain(Relay):
 
     def completed(self) -> None:
         if not self.done.done():
-            self.done.set_result(self.items)
+            self.done.set_result([] if self.items is None else self.items)
 
 
 def _subscribe_drain(
@@ -163,12 +172,16 @@ async def drain(source: Observable[_T]) -> list[_T]:
 
     Raises the chain's error, if any. Cancelling the awaiting task disposes
     the subscription (which cancels HTTP requests and sends in flight).
+
+    The chain is subscribed with a ``StreamScheduler``: the context it copies here, in the
+    awaiting task, is the one every timer and task of the stream runs in (``context_of``),
+    what each of their own copies held before.
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[list[_T]] = loop.create_future()
     run = _Drain(done)
     try:
-        _subscribe_outermost(source, run, AsyncIOScheduler(loop))
+        _subscribe_outermost(source, run, StreamScheduler(loop))
         return await done
     finally:
         run.dispose()  # a terminal event disposed it already; cancellation or an error here did not

@@ -27,6 +27,7 @@ from typing import Any
 from reactivex import abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from rxcord.core.stream_scheduler import context_of
 from rxcord.operators.light import LightSerial, unbound
 
 
@@ -71,9 +72,12 @@ class QuietTimer(abc.DisposableBase):
       just disarms, and a ``poke`` meanwhile re-uses it (the firing re-arms for the time
       left, as for any poke). Only ``dispose`` cancels the handle, for good.
     - One context for all the timer's handles. ``call_later`` without ``context=`` copies
-      the current ``contextvars.Context`` per call; the context is copied once, at the
-      first arm, and given to every later one: the callback runs in the context of the
-      stream that armed the timer, as before, without a copy per arm.
+      the current ``contextvars.Context`` per call. On a ``StreamScheduler`` (``drain``'s)
+      the timer runs in the stream's context (``context_of``), shared by every timer of
+      the stream: no copy at all. On any other asyncio scheduler the context is copied
+      once, at the first arm, and given to every later one. Either way the callback runs in
+      the context of the stream, as before, without a copy per arm. (The stream's context
+      is only given to loop handles, each run on its own, never entered while it runs.)
     """
 
     __slots__ = (
@@ -97,7 +101,8 @@ class QuietTimer(abc.DisposableBase):
         self._quiet_fn, self._quiet_of = unbound(on_quiet)
         self._serial: LightSerial | None = None
         self._handle: asyncio.TimerHandle | None = None
-        self._context: contextvars.Context | None = None  # copied at the first arm (asyncio)
+        # The stream's (a StreamScheduler's), else copied at the first arm (asyncio).
+        self._context: contextvars.Context | None = context_of(scheduler)
         self._armed = False
         self._dead = False
         self._last: float | None = None

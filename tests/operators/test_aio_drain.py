@@ -141,3 +141,42 @@ def test_a_pending_drain_holds_one_observer_and_no_wrapper() -> None:
 
     counts = asyncio.run(main())
     assert counts == {"_Drain": 1}
+
+
+def test_a_pending_drain_holds_no_list_until_the_first_item() -> None:
+    """A chain that emits nothing: no list while waiting, and a fresh [] at the end."""
+    source = _Source()
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        task = asyncio.ensure_future(drain(source.observable()))
+        await asyncio.sleep(0)
+        observer = source.observer
+        assert observer is not None
+        assert not [obj for obj in gc.get_referents(observer) if isinstance(obj, list)]
+        observer.on_completed()
+        first = await task
+        second = await drain(reactivex.empty())
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert first == [] and second == []
+    assert first is not second  # each drain's own list: the caller may change it
+
+
+def test_a_pending_drain_holds_one_list_once_items_come() -> None:
+    source = _Source()
+
+    async def main() -> list[Any]:
+        task = asyncio.ensure_future(drain(source.observable()))
+        await asyncio.sleep(0)
+        observer = source.observer
+        assert observer is not None
+        observer.on_next("a")
+        observer.on_next("b")
+        (items,) = [obj for obj in gc.get_referents(observer) if isinstance(obj, list)]
+        observer.on_completed()
+        result = await task
+        assert result is items
+        return result
+
+    assert asyncio.run(main()) == ["a", "b"]

@@ -10,6 +10,7 @@ from typing import Any
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 
+from rxcord.core.stream_scheduler import StreamScheduler
 from rxcord.operators.quiet_timer import QuietTimer, seconds_clock
 
 
@@ -263,3 +264,62 @@ def test_on_a_running_loop_cycles_keep_one_handle() -> None:
         return mine, cancelled
 
     assert asyncio.run(main()) == (1, 0)
+
+
+# On drain's StreamScheduler every timer of the stream runs in the stream's one context.
+
+
+def test_timers_on_one_stream_scheduler_arm_with_its_context() -> None:
+    """Three timers of one stream: every handle, first arm and re-arm, holds the scheduler's context."""
+    clocked = _Clocked()
+    scheduler = StreamScheduler(clocked.loop)
+    try:
+        fired: list[float] = []
+        timers = [
+            QuietTimer(scheduler, seconds, lambda: fired.append(clocked.now)) for seconds in (1.0, 2.0, 3.0)
+        ]
+        other = contextvars.copy_context()
+        for timer in timers:
+            other.run(timer.poke)  # the poking context is not what the handle gets
+        handles = clocked.heap()
+        assert len(handles) == 3
+        assert all(handle._context is scheduler.context for handle in handles)  # type: ignore[attr-defined]
+        clocked.run_until(0.5)
+        for timer in timers:
+            timer.poke()  # each first handle fires early and re-arms for the time left
+        clocked.run_until(1.2)
+        rearmed = clocked.heap()
+        assert rearmed and all(handle._context is scheduler.context for handle in rearmed)  # type: ignore[attr-defined]
+        clocked.run_until(100.0)
+        assert fired == [1.5, 2.5, 3.5]
+    finally:
+        clocked.close()
+
+
+def test_a_timer_callback_runs_in_the_stream_context() -> None:
+    """What the callback sets lands in the scheduler's context (it ran there, not in a copy)."""
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="none")
+    clocked = _Clocked()
+    scheduler = StreamScheduler(clocked.loop)
+    try:
+        timer = QuietTimer(scheduler, 1.0, lambda: var.set("fired"))
+        timer.poke()
+        clocked.run_until(10.0)
+        assert scheduler.context[var] == "fired"
+        assert var.get() == "none"
+    finally:
+        clocked.close()
+
+
+def test_a_disposed_timer_drops_the_stream_context() -> None:
+    clocked = _Clocked()
+    scheduler = StreamScheduler(clocked.loop)
+    try:
+        timer = QuietTimer(scheduler, 1.0, lambda: None)
+        timer.poke()
+        timer.dispose()
+        assert timer._context is None  # type: ignore[attr-defined]
+        timer.poke()
+        assert [h for h in clocked.heap() if not h.cancelled()] == []
+    finally:
+        clocked.close()
