@@ -13,9 +13,9 @@ It is one object for as long as a stream reads: the timer's callback is the watc
 (no bound method), the timer runs in the context the caller gives (the transport's task
 context: no context copied per timer), and it does ``asyncio.timeout``'s cancel and
 uncancel bookkeeping itself instead of holding one. ``rebound`` moves a watch from one
-bound to the next (the transport's first-byte bound, then the idle bound) on the same
-timer: a later deadline re-arms from the early firing, so no cancelled timer is left in
-the loop's heap.
+bound to the next (the socket reader's connect bound, the first-byte bound, then the idle
+bound) on the same timer: a later deadline re-arms from the early firing, so no cancelled
+timer is left in the loop's heap.
 
 The bound is measured on the event loop's clock, the one its timers run on.
 """
@@ -62,13 +62,17 @@ class IdleWatch:
             self._arm(self.last + self.seconds)
         return self
 
-    def rebound(self, seconds: float | None) -> None:
-        """A new bound of *seconds* from now, on the same timer where it fires no later."""
+    def rebound(self, seconds: float | None, *, since: float | None = None) -> None:
+        """A new bound of *seconds* from now (or from *since*), on the same timer where it fires no later.
+
+        *since* (a loop time): the transport's first-byte bound after its connect bound, both from the
+        attempt's start (``since=watch.last`` before any ``touch``).
+        """
         loop = self._loop
         if loop is None:
             raise RuntimeError("IdleWatch.rebound before start")
         self.seconds = seconds
-        self.last = loop.time()
+        self.last = loop.time() if since is None else since
         handle = self._handle
         if seconds is None:
             self._disarm()

@@ -332,7 +332,7 @@ async def open_request(
     *,
     addresses: Sequence[str] | None,
     tls: ssl.SSLContext | None,
-    connect_timeout: float,
+    connect_timeout: float | None,
     on_transport: Callable[[asyncio.Transport], None] | None = None,
 ) -> SocketResponse | None:
     """Connect, send the request and read the response head.
@@ -349,8 +349,11 @@ async def open_request(
         addresses: The SSRF guard's checked addresses (tried in order, never re-resolved);
             ``None``: the host is resolved by the loop (a provider's own origin).
         tls: The trust for an ``https`` URL (``None``: the system's trust store).
-        connect_timeout: Seconds for the connection (and the TLS handshake).
-        on_transport: Called with the socket's transport once connected (tests count sockets).
+        connect_timeout: Seconds for the connection (and the TLS handshake); ``None``: the
+            caller bounds it (the transport's ``IdleWatch``, which *on_transport* rebounds:
+            ``asyncio.timeout`` would leave its cancelled timer in the loop's heap per request).
+        on_transport: Called with the socket's transport once connected, before the request
+            is sent (tests count sockets; the transport moves to its first-byte bound).
 
     Raises:
         OSError: No connection (each pinned address failed), or it closed before the head.
@@ -364,7 +367,7 @@ async def open_request(
     targets = list(addresses) if addresses else [host]
     failure: OSError | None = None
     transport: asyncio.BaseTransport | None = None
-    async with asyncio.timeout(connect_timeout):
+    async with asyncio.timeout(connect_timeout):  # None: no bound (a no-op, no timer)
         for target in targets:
             try:
                 transport, _ = await loop.create_connection(

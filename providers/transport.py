@@ -83,13 +83,14 @@ from rxcord.core.errors import (
 )
 from rxcord.core.inflate import ACCEPT_ENCODING, Inflater, body_inflater, body_reader
 from rxcord.core.redact import Redactor, credentials_in
+from rxcord.core.stream_scheduler import context_of
 from rxcord.core.types import Batch, ErrorType, ProviderError, RawStreamChunk, raw_chunk
 from rxcord.operators.light import LightObservable
 from rxcord.providers.base import HttpRequest, ProviderAdapter
 from rxcord.providers.degrade import Degrader, encode_body
 from rxcord.providers.errors import classify_exception, classify_http_error
 from rxcord.providers.idle_watch import IdleWatch
-from rxcord.providers.socket_reader import OnPiece, SocketResponse, open_request
+from rxcord.providers.socket_reader import SocketResponse, open_request
 from rxcord.providers.sse import SseParser
 from rxcord.providers.ssrf import SsrfGuard, endpoint_host, endpoint_url, is_custom_endpoint
 
@@ -260,6 +261,16 @@ class _Attempt:
         held, self.held = self.held, None
         return held if held is not None else []
 
+    def connected(self, transport: asyncio.Transport) -> None:
+        """The socket reader connected: its socket counted, the connect bound gives way.
+
+        The first-byte bound follows, from the attempt's start (``_Pump._fetch_socket``).
+        """
+        pump, watch = self.pump, self.watch
+        assert watch is not None
+        pump.stats.sockets.append(transport)
+        watch.rebound(pump.cfg.first_byte_timeout, since=watch.last)
+
     def begin_events(self, watch: IdleWatch) -> None:
         """The body is an event stream: parse what comes, every piece progress for *watch*."""
         self.parser = SseParser(max_line_bytes=self.pump.cfg.max_line_bytes)
@@ -314,6 +325,12 @@ class _Inflating:
         # Every bounded step is checked before the next one is inflated.
         return any(self.attempt(out) for out in self.inflater.feed(piece))
 
+    def end(self) -> None:
+        """The body ended: what the inflater still holds, then the attempt's end."""
+        rest = self.inflater.finish()
+        if not (rest and self.attempt(rest)):
+            self.attempt.end()
+
 
 @attrs.frozen
 class _Answer:
@@ -325,7 +342,7 @@ class _Answer:
     read: Read
     """The (still encoded) body, piece by piece."""
     pushed: SocketResponse | None = None
-    """The socket reader's response: an event stream is pushed from it (``_push_events``)."""
+    """The socket reader's response: an event stream is pushed from it (``_Pump._read``)."""
 
 
 class _DownstreamError(Exception):
@@ -438,14 +455,15 @@ class _Source(LightObservable[Any]):
     def _subscribe_core(
         self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        return _Pump(self, observer)
+        return _Pump(self, observer, context_of(scheduler))
 
 
 class _Pump(abc.DisposableBase):
     """One subscription: its task performs the attempts; disposing it cancels the task.
 
     The pump is the subscription's disposable (no ``Disposable`` with its lock, no closure),
-    and its task runs in one context made here, which the idle bound's timer shares.
+    and its task runs in one context, which the idle bound's timer shares: the stream's
+    (*context*, a ``StreamScheduler``'s: the one its other timers run in), else one copied here.
     """
 
     __slots__ = (
@@ -464,7 +482,9 @@ class _Pump(abc.DisposableBase):
         "task",
     )
 
-    def __init__(self, source: _Source, observer: abc.ObserverBase[Any]) -> None:
+    def __init__(
+        self, source: _Source, observer: abc.ObserverBase[Any], context: contextvars.Context | None = None
+    ) -> None:
         self.adapter, self.request, self.session = source.adapter, source.request, source.session
         self.cfg, self.redact, self.batched = source.cfg, source.redact, source.batched
         self.redacts = bool(self.redact)
@@ -473,7 +493,7 @@ class _Pump(abc.DisposableBase):
         self.stats = source.stats or TransportStats()
         self.observer = observer
         self.on_closed = source.on_closed
-        self.context = contextvars.copy_context()
+        self.context = contextvars.copy_context() if context is None else context
         loop = asyncio.get_running_loop()
         self.task = loop.create_task(self.run(), name=f"rxcord:{self.adapter.name}", context=self.context)
         if self.on_closed is not None:
@@ -498,8 +518,10 @@ class _Pump(abc.DisposableBase):
     async def run(self) -> None:
         """The task: the attempts and their retries, then the observer's end.
 
-        One coroutine over the attempts (``_fetch``) and the read (``_read``): each layer
-        between the task and the socket's read is a frame resumed on every read.
+        Each attempt is performed here (through the socket reader, or aiohttp: the caller's
+        session or one of its own, an SSRF-pinned connector), then read by ``_read``: each
+        coroutine between the task and the socket's read is an object a waiting stream holds,
+        and a frame resumed on every read (so no ``_fetch`` layer between the two).
         """
         try:
             degrader: Degrader | None = None
@@ -509,7 +531,13 @@ class _Pump(abc.DisposableBase):
                 attempt = _Attempt(self)
                 self.stats.attempts += 1
                 try:
-                    await self._fetch(body, attempt)
+                    url, custom, data, headers = self._prepared(body)
+                    # The socket reader gives up only on a response it does not serve (then aiohttp reads it).
+                    if not (
+                        self._uses_socket(custom)
+                        and await self._fetch_socket(url, custom, data, headers, attempt)
+                    ):
+                        await self._fetch_aiohttp(url, custom, data, headers, attempt)
                 except _FAILURES as exc:
                     self._failed(exc, attempt)
                 self._ended(attempt)
@@ -638,17 +666,13 @@ class _Pump(abc.DisposableBase):
         else:
             self.offer([_malformed(name, self.redact.text(str(exc)), "")], state)
 
-    async def _fetch(self, body: Mapping[str, Any], state: _Attempt) -> None:
-        """Perform the attempt and offer its chunks: a batch per piece read from the network.
+    async def _fetch_aiohttp(
+        self, url: URL, custom: bool, data: bytes, headers: dict[str, str], state: _Attempt
+    ) -> None:
+        """The attempt through aiohttp, its chunks offered: a batch per piece read from the network.
 
-        ``BATCH_EVENTS`` events at most per batch; errors come as one-chunk batches. Through
-        the socket reader, or aiohttp: the caller's session or one of its own (an SSRF-pinned
-        connector), read here (no helper coroutine between the task and the reads).
+        ``BATCH_EVENTS`` events at most per batch; errors come as one-chunk batches.
         """
-        url, custom, data, headers = self._prepared(body)
-        # The socket reader gives up only on a response it does not serve (then aiohttp reads it).
-        if self._uses_socket(custom) and await self._fetch_socket(url, custom, data, headers, state):
-            return
         session = await self._session(url, custom)
         # The first-byte bound, then the idle bound between pieces, on one timer (IdleWatch).
         watch = IdleWatch(self.cfg.first_byte_timeout, context=self.context).start()
@@ -741,8 +765,11 @@ class _Pump(abc.DisposableBase):
             addresses = await self.cfg.ssrf_guard.check(
                 endpoint_host(url), allow_private_network=self.cfg.allow_private_network
             )
-        # The first-byte bound, then the idle bound between pieces, on one timer (IdleWatch).
-        watch = IdleWatch(self.cfg.first_byte_timeout, context=self.context).start()
+        # The connect bound, the first-byte bound (both from now), then the idle bound between
+        # pieces, on one timer (IdleWatch): no cancelled timer of the connect bound left behind.
+        cfg = self.cfg
+        watch = IdleWatch(min(cfg.connect_timeout, cfg.first_byte_timeout), context=self.context).start()
+        state.watch = watch
         response: SocketResponse | None = None
         try:
             response = await open_request(
@@ -751,9 +778,9 @@ class _Pump(abc.DisposableBase):
                 headers,
                 data,
                 addresses=addresses,
-                tls=self.cfg.tls,
-                connect_timeout=self.cfg.connect_timeout,
-                on_transport=self.stats.sockets.append,
+                tls=cfg.tls,
+                connect_timeout=None,
+                on_transport=state.connected,
             )
             if response is None:
                 return False
@@ -825,42 +852,30 @@ class _Pump(abc.DisposableBase):
             metadata = {"complete": True, "status": status}
             self.offer([RawStreamChunk(provider=name, data=decoded, metadata=metadata)], state)
             return
-        if pushed is not None:
-            await self._push_events(pushed, encoding, state, watch)
+        state.begin_events(watch)
+        if pushed is None:
+            while piece := await read():
+                if state(piece):
+                    return
+                # Handled: not kept alive (nor what it was cut from) while the next read is awaited.
+                del piece
+            state.end()
             return
-        state.begin_events(watch)
-        while piece := await read():
-            if state(piece):
-                return
-            # Handled: not kept alive (nor what it was cut from) while the next read is awaited.
-            del piece
-        state.end()
-
-    async def _push_events(
-        self, response: SocketResponse, encoding: str, state: _Attempt, watch: IdleWatch
-    ) -> None:
-        """The event stream pushed by the socket reader: each piece handled in ``data_received``.
-
-        The same handling as the read loop (the attempt takes each piece), with the bounded
-        inflater fed instead of read; the task only waits for the end (or a stop, or a failure).
-        """
-        state.begin_events(watch)
+        # Pushed by the socket reader: each piece handled in data_received, by the same attempt
+        # (through the bounded inflater); the task only waits for the end, a stop or a failure,
+        # here (no coroutine of its own: a waiting stream would hold it).
         inflater = body_inflater(encoding, READ_SLICE)
-        on_piece: OnPiece = state if inflater is None else _Inflating(state, inflater)
+        on_piece = state if inflater is None else _Inflating(state, inflater)
         try:
-            stopped = await response.stream(on_piece)
+            stopped = await pushed.stream(on_piece)
         except asyncio.CancelledError:
-            if isinstance(response.failure, _DownstreamError):
+            if isinstance(pushed.failure, _DownstreamError):
                 # The observer raised and disposed (cancelling this task) inside data_received:
                 # its exception is still its error, as on the aiohttp path.
-                raise response.failure from None
+                raise pushed.failure from None
             raise
-        if stopped:
-            return
-        rest = inflater.finish() if inflater is not None else b""
-        if rest and state(rest):
-            return
-        state.end()
+        if not stopped:
+            on_piece.end()
 
     def commit_past_bound(self, state: _Attempt) -> None:
         """Past the held-bytes bound: commit (bytes that carried nothing, blank lines, comments, count)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import gc
 import subprocess
 import sys
@@ -18,9 +19,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from rxcord.core.request import ChatRequest, Message
+from rxcord.core.stream_scheduler import StreamScheduler
 from rxcord.core.types import Batch
+from rxcord.providers.idle_watch import IdleWatch
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.providers.transport import TransportConfig, stream_source
 
@@ -169,7 +173,7 @@ async def test_a_socket_reader_stream_holds_few_objects(port: int) -> None:
 
 @pytest.mark.parametrize("reader", ["aiohttp", "socket"])
 async def test_a_read_passes_three_transport_coroutines(port: int, reader: str) -> None:
-    """aiohttp: each read resumes run, _fetch and _read (six coroutines before); socket: pushed."""
+    """aiohttp: each read resumes run, _fetch_aiohttp and _read (six coroutines before); socket: pushed."""
     adapter, http = OpenAIAdapter(), _request(port)
     config = TransportConfig(allow_private_network=True, reader=reader)  # type: ignore[arg-type]
     async with aiohttp.ClientSession() as session:
@@ -180,13 +184,109 @@ async def test_a_read_passes_three_transport_coroutines(port: int, reader: str) 
         subscription.dispose()
     assert not observer.errors and observer.layers
     if reader == "aiohttp":
-        assert all(layers == ["_Pump._read", "_Pump._fetch", "_Pump.run"] for layers in observer.layers)
+        assert all(
+            layers == ["_Pump._read", "_Pump._fetch_aiohttp", "_Pump.run"] for layers in observer.layers
+        ), observer.layers
     else:  # pushed from data_received (no coroutine resumed), or with the head, from the task's stream()
-        pushed_in_task = [
-            "_Pump._push_events",
-            "_Pump._read",
-            "_Pump._fetch_socket",
-            "_Pump._fetch",
-            "_Pump.run",
-        ]
+        pushed_in_task = ["_Pump._read", "_Pump._fetch_socket", "_Pump.run"]  # five before
         assert all(layers in ([], pushed_in_task) for layers in observer.layers), observer.layers
+
+
+def _awaited_coroutines(task: asyncio.Task[Any]) -> list[str]:
+    """The coroutines a waiting task holds, outermost first (what the stream keeps alive)."""
+    names = []
+    coro: Any = task.get_coro()
+    while coro is not None and hasattr(coro, "cr_await"):
+        names.append(coro.cr_code.co_qualname)
+        coro = coro.cr_await
+    return names
+
+
+@pytest.mark.parametrize(
+    ("reader", "expected"),
+    [
+        # run, the attempt, the read; aiohttp's own two below them (three of ours and two before).
+        (
+            "aiohttp",
+            [
+                "_Pump.run",
+                "_Pump._fetch_aiohttp",
+                "_Pump._read",
+                "StreamReader.readany",
+                "StreamReader._wait",
+            ],
+        ),
+        # pushed: the task waits on the stream's future (five of ours before: _fetch, _push_events).
+        ("socket", ["_Pump.run", "_Pump._fetch_socket", "_Pump._read"]),
+    ],
+)
+async def test_a_waiting_stream_holds_three_transport_coroutines(
+    port: int, reader: str, expected: list[str]
+) -> None:
+    adapter, http = OpenAIAdapter(), _request(port)
+    config = TransportConfig(allow_private_network=True, reader=reader)  # type: ignore[arg-type]
+    async with aiohttp.ClientSession() as session:
+        observer = _Reader(EVENTS)
+        subscription = stream_source(adapter, http, session=session, config=config).subscribe(observer)
+        await asyncio.wait_for(observer.done, 60)
+        await asyncio.sleep(0)  # the task is back at its wait
+        (task,) = [task for task in asyncio.all_tasks() if task.get_name().startswith("rxcord:")]
+        held = _awaited_coroutines(task)
+        subscription.dispose()
+    assert not observer.errors
+    assert held == expected
+
+
+class _ContextProbe(_Reader):
+    """Sets *var* in the context each chunk is delivered in (the aiohttp path: the pump task's)."""
+
+    def __init__(self, events: int, var: contextvars.ContextVar[int]) -> None:
+        super().__init__(events)
+        self.var = var
+
+    def on_next(self, value: Any) -> None:
+        self.var.set(self.chunks)
+        super().on_next(value)
+
+
+@pytest.mark.parametrize("reader", ["aiohttp", "socket"])
+async def test_the_pump_runs_in_the_schedulers_context(port: int, reader: str) -> None:
+    """Subscribed with a StreamScheduler (drain's), the task and its idle bound share its context."""
+    var: contextvars.ContextVar[int] = contextvars.ContextVar("probe", default=-1)
+    scheduler = StreamScheduler(asyncio.get_running_loop())
+    adapter, http = OpenAIAdapter(), _request(port)
+    config = TransportConfig(allow_private_network=True, reader=reader)  # type: ignore[arg-type]
+    async with aiohttp.ClientSession() as session:
+        observer = _ContextProbe(EVENTS, var)
+        source = stream_source(adapter, http, session=session, config=config, batched=True)
+        # As the chain's light hops subscribe (the pump itself is the subscription).
+        subscription = source._subscribe_core(observer, scheduler)
+        await asyncio.wait_for(observer.done, 60)
+        await asyncio.sleep(0)
+        watches = [
+            handle._callback
+            for handle in asyncio.get_running_loop()._scheduled  # type: ignore[attr-defined]
+            if isinstance(handle._callback, IdleWatch) and not handle.cancelled()
+        ]
+        contexts = [watch._handle._context for watch in watches if watch._handle is not None]
+        subscription.dispose()
+    assert not observer.errors
+    assert getattr(subscription, "context", None) is scheduler.context
+    assert contexts == [scheduler.context]  # the idle bound's timer: no context of its own
+    if reader == "aiohttp":  # delivered in the task: what it set is in the scheduler's context itself
+        assert scheduler.context[var] == observer.chunks - 1
+
+
+async def test_without_a_stream_scheduler_the_pump_copies_a_context(port: int) -> None:
+    """A plain subscribe (no scheduler, or another one): one context copied at subscribe time."""
+    adapter, http = OpenAIAdapter(), _request(port)
+    config = TransportConfig(allow_private_network=True)
+    async with aiohttp.ClientSession() as session:
+        observer = _Reader(EVENTS)
+        source = stream_source(adapter, http, session=session, config=config)
+        subscription = source._subscribe_core(observer, AsyncIOScheduler(asyncio.get_running_loop()))
+        await asyncio.wait_for(observer.done, 60)
+        subscription.dispose()
+    context = getattr(subscription, "context", None)
+    assert isinstance(context, contextvars.Context)
+    assert context is not contextvars.copy_context()
