@@ -77,6 +77,14 @@ class ResultBuilder:
     calls: list[FunctionCall] | None = None
     messages: list[SentMessage] | None = None
     delivery_stop: StopKind | None = None
+    record: Sequence[SentMessage] | None = attrs.field(default=None, repr=False)
+    """The messages Discord accepted, in order, as the delivery appends them (append-only:
+    ``DiscordDelivery.held``), or ``None``. While each delivery reports the record's next
+    messages, the result lists them from the record (``reported``) and ``messages`` stays
+    ``None``: one list of the sent messages per stream, not two. Otherwise (a stage after
+    ``deliver`` that drops or makes deliveries) ``messages`` is made, as without a record."""
+    reported: int = 0
+    """How many of the record's first messages were reported (while ``messages`` is ``None``)."""
 
     def add(self, item: StreamState | Delivery) -> None:
         """Fold one state or delivery in."""
@@ -99,7 +107,7 @@ class ResultBuilder:
         """Fold one delivery in."""
         segment = delivery.segment
         if delivery.messages:
-            self.messages = _extended(self.messages, delivery.messages)
+            self._report(delivery.messages)
         self.delivery_stop = self.delivery_stop or delivery.stopped
         if segment is None:
             return
@@ -115,6 +123,24 @@ class ResultBuilder:
             )
         elif segment.kind is SegmentKind.DETAILS:
             self.details = _extended(self.details, (segment.text,))
+
+    def _report(self, sent: Sequence[SentMessage]) -> None:
+        """*sent* reported: counted when they are the record's next messages, else listed."""
+        record, start = self.record, self.reported
+        if self.messages is None and record is not None:
+            end = start + len(sent)
+            if len(record) >= end and all(record[start + i] is message for i, message in enumerate(sent)):
+                self.reported = end
+                return
+            self.messages = list(record[:start])  # what was counted so far, then listed from here
+        self.messages = _extended(self.messages, sent)
+
+    def sent_messages(self) -> tuple[SentMessage, ...]:
+        """Every message reported so far, in order."""
+        if self.messages is not None:
+            return tuple(self.messages)
+        record = self.record
+        return tuple(record[: self.reported]) if record is not None else ()
 
     def build(self, *, killed: StopSignal | None = None) -> StreamResult:
         """The result as it stands (with status ``killed`` when *killed* is given)."""
@@ -145,7 +171,7 @@ class ResultBuilder:
             error=state.error,
             finish_reason=self._finish(state),
             raw_finish_reason=state.raw_finish_reason,
-            messages=tuple(self.messages or ()),
+            messages=self.sent_messages(),
             chunk_count=state.index,
             request_id=state.request_id,
         )

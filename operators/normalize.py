@@ -17,6 +17,7 @@ from loguru import logger
 
 from rxcord.core.types import ChunkNormalizer, ErrorType, ProcessedChunk, ProviderError, RawStreamChunk
 from rxcord.operators.fused import Fusable
+from rxcord.operators.light import unbound
 
 _log = logger.bind(stage="03-normalize")
 
@@ -65,15 +66,20 @@ def normalize(factory: Callable[[], ChunkNormalizer]) -> Fusable:
 
 
 class _NormalizingStage:
-    """The stage's factory: the adapter's normalizer factory (one object, not a closure over it)."""
+    """The stage's factory: the adapter's normalizer factory (one object, not a closure over it).
 
-    __slots__ = ("factory",)
+    The factory is held as its function and its object (``unbound``): it is usually the
+    adapter's ``new_normalizer``, and a bound method would be one more object per stream,
+    kept as long as the chain, for each full collection to walk.
+    """
+
+    __slots__ = ("_factory_fn", "_factory_of")
 
     def __init__(self, factory: Callable[[], ChunkNormalizer]) -> None:
-        self.factory = factory
+        self._factory_fn, self._factory_of = unbound(factory)
 
     def __call__(self) -> ChunkNormalizer:
-        normalizer = self.factory()
+        normalizer: ChunkNormalizer = self._factory_fn(self._factory_of)
         if getattr(normalizer, "catches_failures", False):
             # The adapters' RecognitionCheck turns its failures into the error chunk itself: it is
             # the stream's transducer, with no wrapper object and no wrapper call per chunk.

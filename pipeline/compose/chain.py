@@ -30,7 +30,7 @@ from __future__ import annotations
 
 __all__ = ("build_chain",)
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from reactivex import Observable, abc
@@ -38,7 +38,7 @@ from reactivex import Observable, abc
 from rxcord.compose.pipeline import Merge, Pipeline, Send, StageContext
 from rxcord.core.config import Guards, StreamConfig
 from rxcord.core.redact import Redactor
-from rxcord.core.state import Delivery, StreamResult, StreamState
+from rxcord.core.state import Delivery, SentMessage, StreamResult, StreamState
 from rxcord.core.types import Batch, ChunkNormalizer, Operator, ProviderError, RawStreamChunk, StopSignal
 from rxcord.operators.collect_result import ResultBuilder, ResultFold
 from rxcord.operators.fused import unbatch
@@ -47,7 +47,10 @@ from rxcord.operators.timeline import Timeline
 
 
 def _fan_out_collect(
-    branch: Operator[StreamState, Delivery], stops: Observable[StopSignal], provider: str
+    branch: Operator[StreamState, Delivery],
+    stops: Observable[StopSignal],
+    provider: str,
+    record: Sequence[SentMessage] | None,
 ) -> Operator[StreamState, StreamResult]:
     """Each state to the result, then through *branch*; the states and the deliveries folded.
 
@@ -56,22 +59,28 @@ def _fan_out_collect(
     merge and the fold: the result sees each state before the deliveries it causes, the
     stream completes when the states and the branch have both completed, the first error
     ends it, a kill ends it at once, and disposing it disposes the branch, then the source,
-    then the stops' subscription.
+    then the stops' subscription. *record*: the delivery's own list of what Discord accepted
+    (``ResultBuilder.record``).
     """
-    return _FanOut(branch, stops, provider)
+    return _FanOut(branch, stops, provider, record)
 
 
 class _FanOut(LightOperator[StreamState, StreamResult]):
     """``_fan_out_collect``'s parameters: one slots object, not a closure per stream."""
 
-    __slots__ = ("branch", "provider", "stops")
+    __slots__ = ("branch", "provider", "record", "stops")
 
     def __init__(
-        self, branch: Operator[StreamState, Delivery], stops: Observable[StopSignal], provider: str
+        self,
+        branch: Operator[StreamState, Delivery],
+        stops: Observable[StopSignal],
+        provider: str,
+        record: Sequence[SentMessage] | None,
     ) -> None:
         self.branch = branch
         self.stops = stops
         self.provider = provider
+        self.record = record
 
     def subscribe_to(
         self,
@@ -79,7 +88,7 @@ class _FanOut(LightOperator[StreamState, StreamResult]):
         observer: abc.ObserverBase[StreamResult],
         scheduler: abc.SchedulerBase | None,
     ) -> abc.DisposableBase:
-        fold = ResultFold(ResultBuilder(provider=self.provider), observer)
+        fold = ResultFold(ResultBuilder(provider=self.provider, record=self.record), observer)
         fan = _Fan(fold)
         entry: Observable[StreamState] = _Entry(fan)
         fold.add(
@@ -176,6 +185,7 @@ def build_chain(
     merge: Merge | None = None,
     batched: bool = False,
     redactor: Redactor | None = None,
+    record: Sequence[SentMessage] | None = None,
 ) -> Observable[StreamResult]:
     """Compose the whole chain for one stream.
 
@@ -198,6 +208,9 @@ def build_chain(
             (``rxcord.compose.pipeline``), the others one chunk at a time. Same results.
         redactor: The stream's secrets: stage 03 redacts them in the text, however the
             deltas cut them (``rxcord.operators.redact_secrets``); ``None``: none known.
+        record: The list *send* appends every message Discord accepted to, in order and never
+            changed otherwise (``DiscordDelivery.held``): the result lists its messages from it
+            instead of keeping a second list per stream. Same results; ``None``: none.
 
     Returns:
         A cold observable emitting exactly one ``StreamResult``.
@@ -222,5 +235,5 @@ def build_chain(
         items = items.pipe(unbatch(), timeline.raw_tap()) if batched else items.pipe(timeline.raw_tap())
         batched = False
     routed: Observable[StreamState] = items.pipe(stages.build_routing(context, timeline, batched=batched))
-    result = routed.pipe(_fan_out_collect(branch, stops, provider))
+    result = routed.pipe(_fan_out_collect(branch, stops, provider, record))
     return result.pipe(timeline.result_tap()) if timeline is not None else result

@@ -91,6 +91,7 @@ from rxcord.operators.flush import ErrorEmbed, flush
 from rxcord.operators.fused import Fusable, TransducerFactory, accepts_batches, fuse, keeps_batches, unbatch
 from rxcord.operators.gated_scan import fuse_stage04
 from rxcord.operators.idle_timeout import idle_timeout
+from rxcord.operators.light import unbound
 from rxcord.operators.normalize import normalize
 from rxcord.operators.reasoning.prefill import prefill
 from rxcord.operators.reasoning.spill_guard import spill_guard
@@ -185,15 +186,25 @@ def _plain_embed(error: ProviderError) -> Mapping[str, Any]:
 
 
 class _Embed:
-    """The error embed with the provider's description (one slots object per stream, not a closure)."""
+    """The error embed with the provider's description (one slots object per stream, not a closure).
 
-    __slots__ = ("describe",)
+    *describe* may be the adapter's ``describe_error``: it is held as its function and its
+    object (``unbound``), not as a bound method kept per stream; the bound method is made
+    only when an error embed is built.
+    """
+
+    __slots__ = ("_describe_fn", "_describe_of")
 
     def __init__(self, describe: Callable[[ProviderError], str]) -> None:
-        self.describe = describe
+        self._describe_fn, self._describe_of = unbound(describe)
 
     def __call__(self, error: ProviderError) -> Mapping[str, Any]:
         return error_embed(error, self.describe)
+
+    def describe(self, error: ProviderError) -> str:
+        """The provider's description of *error*."""
+        described: str = self._describe_fn(self._describe_of, error)
+        return described
 
 
 def _deliver(context: StageContext) -> Operator[Any, Any]:

@@ -38,7 +38,7 @@ from rxcord.core.stops import StopHandle, StopRegistry
 from rxcord.core.types import DeliveryMode, ProviderError
 from rxcord.io.locales import locale_scope
 from rxcord.operators.aio import drain
-from rxcord.operators.light import LightObservable, Relay, relay
+from rxcord.operators.light import LightObservable, Relay, relay, unbound
 from rxcord.operators.mentions import MentionResolver
 from rxcord.operators.timeline import Timeline
 from rxcord.operators.verbatim_tools import exposed_tool_names
@@ -90,17 +90,21 @@ def stream_redactor(job: StreamJob) -> Redactor:
 class _RedactedDescribe:
     """*describe* with the secrets replaced in what it reads and in what it writes.
 
-    One slots object for the stream's life where a lambda held two cells and their tuple.
+    One slots object for the stream's life where a lambda held two cells and their tuple;
+    *describe* (the adapter's ``describe_error``) is held as its function and its object
+    (``unbound``), not as a bound method kept per stream.
     """
 
-    __slots__ = ("describe", "redactor")
+    __slots__ = ("_describe_fn", "_describe_of", "redactor")
 
     def __init__(self, describe: Callable[[ProviderError], str], redactor: Redactor) -> None:
-        self.describe, self.redactor = describe, redactor
+        self._describe_fn, self._describe_of = unbound(describe)
+        self.redactor = redactor
 
     def __call__(self, error: ProviderError) -> str:
         redactor = self.redactor
-        return redactor.text(self.describe(redactor.error(error)))
+        described: str = self._describe_fn(self._describe_of, redactor.error(error))
+        return redactor.text(described)
 
 
 def _redacted_describe(
@@ -206,6 +210,9 @@ def build_stream(
         timeline=timeline,
         batched=True,
         redactor=redactor,  # the text stream too: a key echoed across deltas or \u-escaped
+        # Live delivery only appends to its record (edit mode's ``shown`` changes with edits):
+        # the result counts its messages there instead of listing them a second time.
+        record=None if isinstance(delivery, EditInPlaceDelivery) else delivery.held,
     )
     # A kill can dispose a send's report: the delivery's own record says what Discord holds.
     held = delivery.shown if isinstance(delivery, EditInPlaceDelivery) else delivery.held
