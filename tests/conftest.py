@@ -21,13 +21,14 @@ DEMO_DATA = Path(__file__).parent.parent / "pipeline" / "data"
 
 @pytest.fixture(autouse=True)
 def _library_log_off() -> Iterator[None]:
-    """Each test ends with rxcord's log lines off again, as the library ships them.
+    """Each test ends with loguru's switches as a process starts: rxcord's lines off, the rest on.
 
     Commands run in-process (``rxcord -v``, ``rxcord bot``) switch the namespace on for the
     process, as they should; in a test process that would leak into whichever test runs next
     (random order), so the switch is put back here rather than in every caller.
     """
     yield
+    logger.enable("")  # every module's lines on, as loguru starts (a test may have switched "" off)
     logger.disable("rxcord")
 
 

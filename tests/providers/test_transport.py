@@ -275,7 +275,7 @@ async def test_split_utf8_over_http() -> None:
 async def test_api_key_never_reaches_logs_or_errors() -> None:
     """The API key appears in no log line, error message or repr."""
     lines: list[str] = []
-    logger.enable("")
+    logger.enable("rxcord")
     sink_id = logger.add(lines.append, level="DEBUG", format="{message} {extra}")
     try:
         rejection = json.dumps(
@@ -286,7 +286,7 @@ async def test_api_key_never_reaches_logs_or_errors() -> None:
             chunks, _ = await _run(server)
     finally:
         logger.remove(sink_id)
-        logger.disable("")
+        logger.disable("rxcord")
     [error] = _errors(chunks)
     assert "sk-test-secret-123" not in error.message
     assert "sk-test-secret-123" not in repr(error)
