@@ -167,7 +167,8 @@ class _FusedRun(Relay):
             self.on_batch(item)
             return
         try:
-            out = self.feed(item)
+            # Three or more stages: the chain's loop called directly (no ``feed`` call per item).
+            out = _fed(self.stages, item) if self.lone is None else self.feed(item)
         except Exception as exc:
             self.on_error(exc)
             return

@@ -55,7 +55,10 @@ class _GatedScan(Relay):
         self.timer = QuietTimer(scheduler, seconds, self.quiet)
         self.stops: abc.DisposableBase | None = None  # the stops' subscription
         self.state = StreamState()
-        self.last: ProcessedChunk | None = None  # the last chunk routed, if it notes a holdback
+        # The last chunk routed, only if it notes a holdback: what a stop releases
+        # (``released_at_stop``, ``tail_at_stop``) is read from its metadata alone, and most
+        # chunks have none, so a waiting stream keeps no chunk.
+        self.last: ProcessedChunk | None = None
         self.busy = 0
         self.gated = False
         self.pending: StopSignal | None = None
@@ -112,11 +115,11 @@ class _GatedScan(Relay):
                 for one in item:
                     if self.pending is not None or self.gated:
                         break
-                    self.last = _noting(one)
+                    self.last = one if one.metadata else None  # see __init__
                     if not self.step(one):
                         break
             else:
-                self.last = _noting(item)
+                self.last = item if item.metadata else None
                 self.step(item)
         finally:
             self.busy -= 1
@@ -169,15 +172,6 @@ class _GatedScan(Relay):
         self.stopped = True
         self.gated = True
         self.close()
-
-
-def _noting(chunk: ProcessedChunk) -> ProcessedChunk | None:
-    """*chunk*, if a stop may release something it notes; ``None`` keeps nothing while the stream waits.
-
-    What a stop releases (``released_at_stop``, ``tail_at_stop``) is read from the last
-    chunk's metadata alone, and a chunk without metadata notes nothing held: most chunks.
-    """
-    return chunk if chunk.metadata else None
 
 
 def gated_scan(seconds: float, stops: Observable[StopSignal]) -> Operator[Any, StreamState]:

@@ -216,7 +216,8 @@ class _Attempt:
         "held",
         "held_bytes",
         "in_events",
-        "last_failed",
+        "last_event",
+        "last_raw",
         "loop",
         "parser",
         "pump",
@@ -241,11 +242,13 @@ class _Attempt:
         """The wire format's end marker was read: the stream ended cleanly."""
         self.cut = False
         """A cut was reported already (an event left unfinished at the end of the body)."""
-        self.last_failed = False
-        """The latest event chunk is an error (``adapter.rejection``): a stream ends with one.
-
-        Judged as it is read, not at the end: keeping the chunk for the end would keep it,
-        and its decoded JSON, alive while every next read is awaited."""
+        self.last_raw = b""
+        """The latest event's bytes (as read, before redaction) and its SSE event name: whether
+        it was an error (a stream's last word) is asked only if the body ends before the end
+        marker. Bytes and a string, not the chunk: its decoded JSON would stay alive (tracked
+        objects) while every next read is awaited, and judging every event as it is read
+        would cost the rejection check per read."""
+        self.last_event: str | None = None
         self.failed: tuple[ProviderError, RawStreamChunk] | None = None
         """The rejection that ended the attempt before commitment (and its chunk)."""
         self.parser: SseParser | None = None
@@ -905,9 +908,8 @@ class _Pump(abc.DisposableBase):
                 if not state.terminal:
                     if ends(batch):
                         state.terminal = True
-                    else:
-                        # Only asked while it may still matter (``end_of_events``, once terminal never).
-                        state.last_failed = self.adapter.rejection(batch[-1]) is not None
+                    elif not done:  # else the batch ends before [DONE]: the stream's end
+                        state.last_raw, state.last_event, _ = part[-1]
                 if at_end and batch[-1].error is not None and batch[-1].error.code == TRUNCATED:
                     state.cut = True
                 if self.offer(batch, state):
@@ -922,10 +924,17 @@ class _Pump(abc.DisposableBase):
         """The body ended (or ``[DONE]`` came): an empty stream, or one cut before its end marker."""
         if not state.seen:
             self.offer([_empty(self.adapter.name)], state)
-        elif not (state.terminal or state.cut or state.last_failed):
+        elif not (state.terminal or state.cut or self._last_failed(state)):
             # An error event is a stream's last word (providers close after it): nothing was cut.
             message = "the stream ended between two events, before its end marker (a cut connection)"
             self.offer([_cut(self.adapter.name, message)], state)
+
+    def _last_failed(self, state: _Attempt) -> bool:
+        """Whether the latest event was an error (decoded again: asked once, at a cut end)."""
+        if not state.seen:
+            return False
+        data = self.redact.data(state.last_raw) if self.redacts else state.last_raw
+        return self.adapter.rejection(_event_chunk(self.name, data, state.last_event)) is not None
 
 
 def _event_chunks(

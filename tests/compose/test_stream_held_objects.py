@@ -17,8 +17,10 @@ from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
 import attrs
-from reactivex import Observable
+import reactivex
+from reactivex import Observable, Observer
 from reactivex.subject import Subject
+from reactivex.testing import TestScheduler
 
 from rxcord.compose.chain import build_chain
 from rxcord.compose.run import StreamJob, build_stream
@@ -29,7 +31,7 @@ from rxcord.core.stops import StopHandle
 from rxcord.core.types import ProcessedChunk, SegmentKind, StopKind, StopSignal, StreamStatus
 from rxcord.operators.aio import drain
 from rxcord.operators.collect_result import ResultBuilder
-from rxcord.operators.gated_scan import _noting
+from rxcord.operators.gated_scan import _GatedScan, _GatedScanOp
 from rxcord.providers.openai import OpenAIAdapter
 from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
@@ -125,8 +127,15 @@ def test_a_built_stream_reaches_no_bound_method_of_its_adapter() -> None:
 def test_the_stop_gate_keeps_a_chunk_only_while_it_notes_something() -> None:
     plain = ProcessedChunk.text("x")
     noted = attrs.evolve(plain, metadata={"rxcord.held": {"think_strip": "<th"}})
-    assert _noting(plain) is None
-    assert _noting(noted) is noted
+    source: Subject[ProcessedChunk] = Subject()
+    seen: list[object] = []
+    run = _GatedScanOp(30.0, reactivex.never()).subscribe_to(source, Observer(seen.append), TestScheduler())
+    assert isinstance(run, _GatedScan)
+    source.on_next(noted)
+    assert run.last is noted  # what a stop would release is noted on it
+    source.on_next(plain)
+    assert run.last is None  # a chunk noting nothing is not kept while the stream waits
+    assert len(seen) == 2
 
 
 def _message(n: int) -> SentMessage:
