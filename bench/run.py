@@ -227,6 +227,9 @@ async def run(config: Config, captures: Path, report: Report, only: set[int]) ->
                         )
                 if 4 in only:
                     report.progress(f"figure 4: {config.lag_streams} streams at {config.lag_rate:g} chunks/s")
+                    # The pool's connections opened first: the chain, the first to run at this
+                    # count, would count their objects as its streams' (the floor after it not).
+                    await live.warm_pool(session, server, config.lag_streams)
                     chain = await live.measure_lag(
                         server,
                         session,

@@ -340,3 +340,37 @@ async def test_the_live_figures_sink_counts_and_keeps_no_message() -> None:
     assert (sink.created, sink.edited, sink.typing) == (2, 1, 1)
     assert first.channel_id == "100000000000000001"
     assert all(isinstance(value, int) for value in gc.get_referents(sink) if value is not CountingSink)
+
+
+async def test_the_pool_is_warmed_with_one_connection_per_stream() -> None:
+    """``warm_pool`` opens one pooled connection per stream; streams after it open none."""
+    from types import SimpleNamespace
+
+    from aiohttp import web
+
+    from bench.live import live_session, warm_pool
+
+    peers: list[object] = []
+
+    async def reset(request: web.Request) -> web.Response:
+        peers.append(request.transport.get_extra_info("peername") if request.transport else None)
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/reset", reset)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    server: Any = SimpleNamespace(root=f"http://127.0.0.1:{port}")
+    try:
+        async with live_session() as session:
+            await warm_pool(session, server, 12)
+            first = set(peers)
+            await warm_pool(session, server, 12)
+    finally:
+        await runner.cleanup()
+    assert len(peers) == 24
+    assert len(first) == 12  # twelve requests at once: twelve connections
+    assert set(peers) == first  # the second round found them pooled
