@@ -22,7 +22,7 @@ from rxcord.operators.aio import drain
 from rxcord.operators.light import NO_DISPOSAL, LightDisposables, LightObserver
 from rxcord.operators.quiet_timer import QuietTimer
 from rxcord.sinks.memory import MemorySink
-from tests.compose.test_live_objects import _chain, _chunks, _settle, _warm_up
+from tests.compose.test_live_objects import _chain, _chunks, _feed_halfway, _warm_up
 
 GLUE = frozenset(
     {
@@ -68,11 +68,7 @@ async def _held(streams: int) -> list[Any]:
     subjects: list[Subject[Any]] = [Subject() for _ in range(streams)]
     tasks = [asyncio.ensure_future(drain(_chain(s, MemorySink()))) for s in subjects]
     await asyncio.sleep(0)
-    for chunk in chunks[: len(chunks) // 2]:
-        for subject in subjects:
-            subject.on_next(chunk)
-        await _settle()
-    gc.collect()
+    await _feed_halfway(subjects, chunks)
     held = [obj for obj in gc.get_objects() if id(obj) not in before]
     for subject in subjects:
         subject.on_completed()

@@ -62,12 +62,17 @@ def _chunks(count: int) -> list[RawStreamChunk]:
     return chunks
 
 
-def _chain(source: Observable[Any], sink: MemorySink) -> Observable[StreamResult]:
-    adapter = OpenAIAdapter()
+def _chain(
+    source: Observable[Any], sink: MemorySink, adapter: OpenAIAdapter | None = None, *, as_built: bool = False
+) -> Observable[StreamResult]:
+    """A live chain into *sink*; *as_built*: wired as ``build_stream`` wires it (the adapter's
+    error description, the delivery's record of sent messages)."""
+    adapter = adapter if adapter is not None else OpenAIAdapter()
     stops = StopHandle("1")
     delivery = DiscordDelivery(
         sink=sink, context=StreamContext(), config=LIVE, stops=stops.subject, nonce_prefix="t"
     )
+    built: dict[str, Any] = {"describe": adapter.describe_error, "record": delivery.held} if as_built else {}
     return build_chain(
         source,
         normalizer=adapter.new_normalizer,
@@ -76,12 +81,22 @@ def _chain(source: Observable[Any], sink: MemorySink) -> Observable[StreamResult
         stop_sink=stops.subject,
         send=delivery.send,
         provider=adapter.name,
+        **built,
     )
 
 
 async def _settle() -> None:
     for _ in range(20):  # the sends of what was fed, and their completions
         await asyncio.sleep(0)
+
+
+async def _feed_halfway(subjects: list[Subject[Any]], chunks: list[RawStreamChunk]) -> None:
+    """The first half of *chunks* to every stream, each settled; then a collection (garbage gone)."""
+    for chunk in chunks[: len(chunks) // 2]:
+        for subject in subjects:
+            subject.on_next(chunk)
+        await _settle()
+    gc.collect()
 
 
 async def _warm_up(chunks: list[RawStreamChunk]) -> None:
@@ -103,14 +118,9 @@ async def _objects_per_stream(streams: int, chunks: list[RawStreamChunk]) -> flo
     sinks = [MemorySink() for _ in range(streams)]
     tasks = [asyncio.ensure_future(drain(_chain(s, sink))) for s, sink in zip(subjects, sinks, strict=True)]
     await asyncio.sleep(0)
-    half = len(chunks) // 2
-    for chunk in chunks[:half]:
-        for subject in subjects:
-            subject.on_next(chunk)
-        await _settle()
-    gc.collect()
+    await _feed_halfway(subjects, chunks)
     held = (len(gc.get_objects()) - before) / streams
-    for chunk in chunks[half:]:
+    for chunk in chunks[len(chunks) // 2 :]:
         for subject in subjects:
             subject.on_next(chunk)
     for subject in subjects:

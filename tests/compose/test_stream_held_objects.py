@@ -18,49 +18,27 @@ from typing import Any
 
 import attrs
 import reactivex
-from reactivex import Observable, Observer
+from reactivex import Observer
 from reactivex.subject import Subject
 from reactivex.testing import TestScheduler
 
-from rxcord.compose.chain import build_chain
 from rxcord.compose.run import StreamJob, build_stream
-from rxcord.core.config import StreamContext
 from rxcord.core.request import ChatRequest, Message
-from rxcord.core.state import Delivery, Segment, SentMessage, StreamResult
+from rxcord.core.state import Delivery, Segment, SentMessage
 from rxcord.core.stops import StopHandle
 from rxcord.core.types import ProcessedChunk, SegmentKind, StopKind, StopSignal, StreamStatus
 from rxcord.operators.aio import drain
 from rxcord.operators.collect_result import ResultBuilder
 from rxcord.operators.gated_scan import _GatedScan, _GatedScanOp
 from rxcord.providers.openai import OpenAIAdapter
-from rxcord.sinks.delivery import DiscordDelivery
 from rxcord.sinks.memory import MemorySink
-from tests.compose.test_live_objects import LIVE, _chunks, _settle, _warm_up
+from tests.compose.test_live_objects import LIVE, _chain, _chunks, _feed_halfway, _warm_up
 
 _REQUEST = ChatRequest(model="m", messages=(Message.user("hi"),))
 
 
 def _adapter_methods(objects: list[Any], adapter: OpenAIAdapter) -> list[str]:
     return [m.__func__.__qualname__ for m in objects if isinstance(m, MethodType) and m.__self__ is adapter]
-
-
-def _chain(source: Observable[Any], sink: MemorySink, adapter: OpenAIAdapter) -> Observable[StreamResult]:
-    """The chain as ``build_stream`` wires it (the adapter's methods, the delivery's record)."""
-    stops = StopHandle("1")
-    delivery = DiscordDelivery(
-        sink=sink, context=StreamContext(), config=LIVE, stops=stops.subject, nonce_prefix="t"
-    )
-    return build_chain(
-        source,
-        normalizer=adapter.new_normalizer,
-        describe=adapter.describe_error,
-        config=LIVE,
-        stops=stops.signals,
-        stop_sink=stops.subject,
-        send=delivery.send,
-        provider=adapter.name,
-        record=delivery.held,
-    )
 
 
 async def test_a_waiting_stream_keeps_no_adapter_method_no_plain_chunk_and_one_message_list() -> None:
@@ -71,14 +49,10 @@ async def test_a_waiting_stream_keeps_no_adapter_method_no_plain_chunk_and_one_m
     before = {id(obj) for obj in gc.get_objects()}
     subjects: list[Subject[Any]] = [Subject() for _ in range(streams)]
     sinks = [MemorySink() for _ in range(streams)]
-    chains = [_chain(s, sink, adapter) for s, sink in zip(subjects, sinks, strict=True)]
+    chains = [_chain(s, sink, adapter, as_built=True) for s, sink in zip(subjects, sinks, strict=True)]
     tasks = [asyncio.ensure_future(drain(chain)) for chain in chains]
     await asyncio.sleep(0)
-    for chunk in chunks[: len(chunks) // 2]:
-        for subject in subjects:
-            subject.on_next(chunk)
-        await _settle()
-    gc.collect()
+    await _feed_halfway(subjects, chunks)
     held = [obj for obj in gc.get_objects() if id(obj) not in before]
     assert all(sink.sent for sink in sinks)  # past a message or more: there are messages to hold
     assert not _adapter_methods(held, adapter)
