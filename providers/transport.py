@@ -931,8 +931,6 @@ class _Pump(abc.DisposableBase):
 
     def _last_failed(self, state: _Attempt) -> bool:
         """Whether the latest event was an error (decoded again: asked once, at a cut end)."""
-        if not state.seen:
-            return False
         data = self.redact.data(state.last_raw) if self.redacts else state.last_raw
         return self.adapter.rejection(_event_chunk(self.name, data, state.last_event)) is not None
 

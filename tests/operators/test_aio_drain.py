@@ -33,6 +33,14 @@ class _Source:
     def observable(self) -> Observable[Any]:
         return Observable(self.subscribe)
 
+    async def drained(self) -> tuple[asyncio.Future[list[Any]], abc.ObserverBase[Any]]:
+        """A ``drain`` of this source, started: its task and the observer it subscribed."""
+        task = asyncio.ensure_future(drain(self.observable()))
+        await asyncio.sleep(0)
+        observer = self.observer
+        assert observer is not None
+        return task, observer
+
 
 def test_items_in_order() -> None:
     assert asyncio.run(drain(reactivex.of(1, 2, 3))) == [1, 2, 3]
@@ -63,10 +71,7 @@ def test_an_error_after_completion_is_ignored() -> None:
     source = _Source()
 
     async def main() -> list[Any]:
-        task = asyncio.ensure_future(drain(source.observable()))
-        await asyncio.sleep(0)
-        observer = source.observer
-        assert observer is not None
+        task, observer = await source.drained()
         observer.on_next("a")
         observer.on_completed()
         observer.on_error(ValueError("late"))
@@ -130,10 +135,7 @@ def test_a_pending_drain_holds_one_observer_and_no_wrapper() -> None:
     source = _Source()
 
     async def main() -> dict[str, int]:
-        task = asyncio.ensure_future(drain(source.observable()))
-        await asyncio.sleep(0)
-        observer = source.observer
-        assert observer is not None
+        task, observer = await source.drained()
         counts = _census((AutoDetachObserver, type(observer)))
         observer.on_completed()
         await task
@@ -148,10 +150,7 @@ def test_a_pending_drain_holds_no_list_until_the_first_item() -> None:
     source = _Source()
 
     async def main() -> tuple[list[Any], list[Any]]:
-        task = asyncio.ensure_future(drain(source.observable()))
-        await asyncio.sleep(0)
-        observer = source.observer
-        assert observer is not None
+        task, observer = await source.drained()
         assert not [obj for obj in gc.get_referents(observer) if isinstance(obj, list)]
         observer.on_completed()
         first = await task
@@ -167,10 +166,7 @@ def test_a_pending_drain_holds_one_list_once_items_come() -> None:
     source = _Source()
 
     async def main() -> list[Any]:
-        task = asyncio.ensure_future(drain(source.observable()))
-        await asyncio.sleep(0)
-        observer = source.observer
-        assert observer is not None
+        task, observer = await source.drained()
         observer.on_next("a")
         observer.on_next("b")
         (items,) = [obj for obj in gc.get_referents(observer) if isinstance(obj, list)]
